@@ -1,0 +1,1 @@
+"""Distances between distributions (filled in by the distances module work)."""

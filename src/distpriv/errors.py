@@ -1,0 +1,40 @@
+"""Exception and warning types raised by :mod:`distpriv`.
+
+Every public function validates its inputs at the boundary and raises one of
+these. They subclass the matching built-in (``ValueError`` / ``TypeError``) so
+callers that already catch those keep working.
+"""
+
+from __future__ import annotations
+
+
+class DistPrivError(Exception):
+    """Base class of every error raised by distpriv."""
+
+
+class InvalidParameterError(DistPrivError, ValueError):
+    """An argument is outside its allowed range (message names both)."""
+
+
+class InvalidTypeError(DistPrivError, TypeError):
+    """An argument has the wrong type or shape."""
+
+
+class UnknownLabelError(InvalidParameterError):
+    """A θ label, column or mechanism name is not known."""
+
+
+class DataUnavailableError(DistPrivError, FileNotFoundError):
+    """A data set could not be found in any of the configured sources."""
+
+
+class AssumptionError(DistPrivError, ValueError):
+    """A mechanism's assumptions do not hold and no safe fallback exists."""
+
+
+class ClassicCalibrationWarning(UserWarning):
+    """The classic rule c = sqrt(2 ln(1.25/δ)) is used with ε ≥ 1, where it proves nothing."""
+
+
+class AssumptionWarning(UserWarning):
+    """An assumption of a mechanism is only approximately satisfied."""

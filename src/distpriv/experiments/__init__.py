@@ -1,0 +1,1 @@
+"""Reproductions of the papers' tables and figures, one module per paper."""

@@ -1,0 +1,8 @@
+"""Central distribution-privacy mechanisms and the :func:`calibrate` factory."""
+
+from __future__ import annotations
+
+from .base import Mechanism
+from .registry import MECHANISMS, LABELS, calibrate
+
+__all__ = ["LABELS", "MECHANISMS", "Mechanism", "calibrate"]

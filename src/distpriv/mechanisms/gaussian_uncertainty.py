@@ -1,0 +1,241 @@
+"""Mechanisms exploiting adversarial uncertainty under a Gaussian model (Chen & Ohrimenko Sec. 5.3, App. B).
+
+Assume f_θ = N(μ_θ, Σ_θ) with Σ_θi = Σ_θj on each pair. Adding Z ~ N(0, Σ_Z)
+gives N(μ_θ, Σ_θ + Σ_Z); two Gaussians with a common covariance Σ are exactly
+a 1-D Gaussian shift of Mahalanobis length D = sqrt((μ_i − μ_j)ᵀ Σ⁻¹ (μ_i − μ_j)),
+so (ε, δ) holds iff D <= D_max (Corollary B.1 with the exact profile; the
+paper's condition D <= ε/c is the classic case D_max = ε/c).
+
+* :func:`noiseless_release` — Theorem 5.4: release F unchanged when every pair has D <= D_max.
+* :func:`eigm` — Algorithm 2 / Thm 5.5: raise every eigenvalue of Σ_θ to at least
+  T = (Δ_E,2/D_max)² (Corollary B.2): σ²_k = max_θ max(0, T − v_kᵀ Σ_θ v_k).
+* :func:`daum` — Algorithm 3 / Thm B.4: noise σ² v vᵀ along one direction with σ²
+  in closed form via Sherman–Morrison instead of the paper's determinant root:
+  for Σ' = Σ + s v vᵀ, with Q = dᵀΣ⁻¹d, a = vᵀΣ⁻¹v, b = vᵀΣ⁻¹d,
+  dᵀ Σ'⁻¹ d = Q − s b² / (1 + s a), so dᵀ Σ'⁻¹ d <= D² ⟺ s >= (Q − D²)/(b² − a(Q − D²)).
+  For d = α v this is s = α²/D² − 1/a, i.e. (αc/ε)² − 1/(vᵀΣ⁻¹v) in the paper's terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import check_array
+from ..calibration import gaussian_epsilon
+from ..errors import InvalidTypeError
+from ..guarantees import Guarantee
+from ..models import GaussianModel, Pair, pair_stats
+from ._common import (
+    EQUAL_COV,
+    GAUSSIAN,
+    MODEL_IS_TRUTH,
+    Inputs,
+    as_gaussian,
+    covariance_gap,
+    d_max,
+    direction_basis,
+    labels_in,
+)
+from .base import Mechanism
+
+
+def _pinv_psd(s: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+    """Pseudo-inverse of a PSD matrix and whether it is (numerically) singular."""
+    w, u = np.linalg.eigh(s)
+    tol = 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+    inv = np.where(w > tol, 1.0 / np.where(w > tol, w, 1.0), 0.0)
+    return (u * inv) @ u.T, bool(np.any(w <= tol))
+
+
+def mahalanobis(diff: NDArray[np.float64], cov: NDArray[np.float64]) -> float:
+    """sqrt(dᵀ Σ⁻¹ d); ``inf`` when d has a component in the null space of Σ."""
+    inv, singular = _pinv_psd(cov)
+    q = float(diff @ inv @ diff)
+    if singular:
+        resid = diff - cov @ (inv @ diff)
+        if np.linalg.norm(resid) > 1e-9 * max(1.0, float(np.linalg.norm(diff))):
+            return float("inf")
+    return float(np.sqrt(max(q, 0.0)))
+
+
+def max_pair_distance(model: GaussianModel, pairs: tuple[Pair, ...], noise_cov: NDArray[np.float64]) -> float:
+    """max over Ψ and over Σ ∈ {Σ_θi, Σ_θj} of the Mahalanobis distance under Σ + Σ_Z.
+
+    Taking both covariances makes the check independent of which member of the pair is
+    used when the fitted covariances differ slightly.
+    """
+    worst = 0.0
+    for a, b in pairs:
+        d = model.mean(a) - model.mean(b)
+        for lab in (a, b):
+            worst = max(worst, mahalanobis(d, model.covariance(lab) + noise_cov))
+    return worst
+
+
+def _gaussian_guarantee(inp: Inputs, name: str, theorem: str, g: GaussianModel, extra: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Guarantee:
+    gap = covariance_gap(g, inp.pairs)
+    return Guarantee(
+        epsilon=inp.epsilon,
+        delta=inp.delta,
+        mechanism=name,
+        calibration=inp.calibration,
+        pairs=inp.pairs,
+        assumptions=(GAUSSIAN, f"{EQUAL_COV}; measured max relative difference {gap:.3g}", MODEL_IS_TRUTH, *extra),
+        theorem=theorem,
+        notes=notes,
+    )
+
+
+def _effective(inp: Inputs, g: GaussianModel, cov: NDArray[np.float64]) -> dict[str, float]:
+    dist = max_pair_distance(g, inp.pairs, cov)
+    return {
+        "max_mahalanobis": dist,
+        "exact_epsilon_at_delta": gaussian_epsilon(dist, inp.delta) if np.isfinite(dist) else float("inf"),
+    }
+
+
+@dataclass(frozen=True)
+class NoiselessCheck:
+    """Outcome of Theorem 5.4's test: may F be released without noise?"""
+
+    ok: bool
+    max_mahalanobis: float
+    d_max: float
+    guarantee: Guarantee | None
+
+
+def noiseless_release(inp: Inputs) -> NoiselessCheck:
+    """Theorem 5.4: F(Data) itself is (ε, δ)-DistP iff every pair has Mahalanobis distance <= D_max."""
+    g = as_gaussian(inp.model)
+    dist = max_pair_distance(g, inp.pairs, np.zeros((g.dim, g.dim)))
+    dm = d_max(inp)
+    ok = dist <= dm * (1 + 1e-12)
+    guar = _gaussian_guarantee(inp, "none", "Chen & Ohrimenko Thm 5.4") if ok else None
+    return NoiselessCheck(ok=ok, max_mahalanobis=dist, d_max=dm, guarantee=guar)
+
+
+def eigm(inp: Inputs, *, eigenvectors: Any = None, eig_tol: float = 1e-8) -> Mechanism:
+    """Algorithm 2 (Eigenvector Gaussian Mechanism), Theorem 5.5.
+
+    The eigenvectors are ``eigenvectors`` (columns) if given, else those of the mean
+    of the Σ_θ over Ψ. When some Σ_θ is not diagonal in that basis (relative
+    off-diagonal mass > ``eig_tol``) Theorem 5.5 does not apply; the noise is then
+    topped up isotropically until Corollary B.2 (λ_min(Σ_θ + Σ_Z) >= T for every θ)
+    holds, which needs no common eigenvectors — recorded in the guarantee's notes.
+    """
+    g = as_gaussian(inp.model)
+    st = pair_stats(g, inp.pairs)
+    dm = d_max(inp)
+    target = (st.l2 / dm) ** 2
+    labs = labels_in(inp.pairs)
+    if eigenvectors is None:
+        avg = sum(g.covariance(lab) for lab in labs) / len(labs)
+        _, v = np.linalg.eigh(avg)
+    else:
+        v = check_array(eigenvectors, "eigenvectors", ndim=2)
+        if v.shape != (g.dim, g.dim) or not np.allclose(v.T @ v, np.eye(g.dim), atol=1e-8):
+            raise InvalidTypeError(f"eigenvectors: expected an orthonormal {g.dim}x{g.dim} matrix (columns)")
+    lam = np.array([np.einsum("ik,ij,jk->k", v, g.covariance(lab), v) for lab in labs])  # (|θ|, m)
+    off = 0.0
+    for lab in labs:
+        rot = v.T @ g.covariance(lab) @ v
+        off = max(off, float(np.linalg.norm(rot - np.diag(np.diag(rot))) / max(np.linalg.norm(rot), 1e-300)))
+    sig2 = np.clip(target - lam, 0.0, None).max(axis=0)
+    cov = (v * sig2) @ v.T
+    notes: list[str] = []
+    extra: list[str] = []
+    common = off <= eig_tol
+    if common:
+        extra.append(f"the Σ_θ share the eigenvectors v_1..v_m (max relative off-diagonal {off:.3g})")
+    else:
+        notes.append(
+            f"eigenvectors differ across θ (relative off-diagonal {off:.3g} > {eig_tol:g}): Theorem 5.5 does not apply; "
+            "noise topped up to satisfy Corollary B.2 directly"
+        )
+    top = max(float(target - np.linalg.eigvalsh(g.covariance(lab) + cov)[0]) for lab in labs)
+    if top > 1e-12 * max(target, 1e-300):
+        cov = cov + top * np.eye(g.dim)
+        sig2 = sig2 + top
+        if common:
+            notes.append(f"isotropic top-up {top:.3g} added for numerical safety (Corollary B.2)")
+    guar = _gaussian_guarantee(inp, "eigm", "Chen & Ohrimenko Alg 2, Thm 5.5 / Cor B.2", g, tuple(extra), tuple(notes))
+    return Mechanism("eigm", "EigM (G)", g.dim, "gaussian", guar, covariance=cov,
+                     details={"delta_e2": st.l2, "d_max": dm, "target_eigenvalue": target, "eigenvectors": v,
+                              "sigma2": sig2, "common_eigenvectors": common, **_effective(inp, g, cov)})
+
+
+def daum_variance(diff: NDArray[np.float64], cov: NDArray[np.float64], v: NDArray[np.float64], dmax: float) -> float | None:
+    """Least s >= 0 with dᵀ(Σ + s v vᵀ)⁻¹ d <= D_max² (Sherman–Morrison), or ``None`` if no s works.
+
+    Q = dᵀΣ⁻¹d, a = vᵀΣ⁻¹v, b = vᵀΣ⁻¹d; dᵀ(Σ + s v vᵀ)⁻¹d = Q − s b²/(1 + s a) decreases
+    to Q − b²/a as s → ∞. Returns 0 when Q <= D², the root s = (Q − D²)/(b² − a(Q − D²))
+    when Q − b²/a < D², and ``None`` otherwise. A singular Σ returns the paper's
+    always-valid choice s = (||d||/D)² when d ∥ v (Alg 3, remark after Thm B.4).
+    """
+    inv, singular = _pinv_psd(cov)
+    d2 = dmax * dmax
+    if singular:
+        nd = float(np.linalg.norm(diff))
+        if np.linalg.norm(diff - (diff @ v) * v) <= 1e-9 * max(nd, 1.0):
+            return (nd / dmax) ** 2
+        return None
+    q = float(diff @ inv @ diff)
+    if q <= d2:
+        return 0.0
+    a = float(v @ inv @ v)
+    b = float(v @ inv @ diff)
+    denom = b * b - a * (q - d2)
+    if denom <= 0:
+        return None
+    return (q - d2) / denom
+
+
+def daum(inp: Inputs, *, direction: Any = None) -> Mechanism:
+    """Algorithm 3 (DauM), Theorem B.4: Z ~ N(0, σ² v vᵀ) with σ² = max over Ψ (and Σ_θi, Σ_θj) of the closed-form root.
+
+    ``direction`` is Alg 3's unit vector v; by default the top left singular vector of the
+    mean differences. If some pair cannot be protected by noise along v alone (its mean
+    difference has too large a component orthogonal to v) the mechanism falls back to
+    the multi-direction DirM (G) noise, which needs only translation — recorded in notes.
+    """
+    g = as_gaussian(inp.model)
+    st = pair_stats(g, inp.pairs)
+    dm = d_max(inp)
+    if direction is None:
+        basis, resid = direction_basis(st.diffs, 0.0, None)
+        v = basis[:, 0] if basis.shape[1] else np.eye(g.dim)[:, 0]
+    else:
+        basis, resid = direction_basis(st.diffs, 0.0, direction)
+        v = basis[:, 0]
+    s_needed: list[float] = []
+    feasible = True
+    for (a, b), d in zip(inp.pairs, st.diffs, strict=True):
+        for lab in (a, b):
+            s = daum_variance(d, g.covariance(lab), v, dm)
+            if s is None:
+                feasible = False
+                break
+            s_needed.append(s)
+        if not feasible:
+            break
+    notes: list[str] = []
+    if feasible:
+        sig2 = max(s_needed)
+        cov = sig2 * np.outer(v, v)
+        extra = (f"noise along v only; mean differences have relative residual {resid:.3g} off v "
+                 "(covered exactly by the Mahalanobis condition of Cor. B.1)",)
+        details: dict[str, Any] = {"sigma2": sig2, "direction": v}
+    else:
+        full, _ = direction_basis(st.diffs, 1e-12, None)
+        sigma = st.l2 / dm
+        cov = sigma**2 * (full @ full.T)
+        extra = ("translation of f_θ within each pair (fallback: DirM (G) noise on the span of the mean differences)",)
+        notes.append("noise along a single direction cannot meet D_max for every pair; fell back to multi-direction DirM (G)")
+        details = {"sigma2": sigma**2, "direction": full}
+    guar = _gaussian_guarantee(inp, "daum", "Chen & Ohrimenko Alg 3, Thm B.4 (closed form via Sherman–Morrison)", g, extra, tuple(notes))
+    return Mechanism("daum", "DauM (G)", g.dim, "gaussian", guar, covariance=cov,
+                     details={"delta_e2": st.l2, "d_max": dm, "fallback": not feasible, **details, **_effective(inp, g, cov)})

@@ -1,0 +1,117 @@
+"""The :func:`calibrate` factory: one entry point for every central mechanism."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+from .._validation import check_choice
+from ..errors import InvalidParameterError
+from ..models import QueryModel
+from . import baselines, expected_value, gaussian_uncertainty, wasserstein
+from ._common import validate_inputs
+from .base import Mechanism
+
+# name -> (builder, needs δ in (0, 1), needs Ψ)
+_BUILDERS: dict[str, tuple[Callable[..., Mechanism], bool, bool]] = {
+    "wasserstein": (wasserstein.wasserstein, False, True),
+    "approx-wasserstein": (wasserstein.approx_wasserstein, True, True),
+    "expm-laplace": (expected_value.expm_laplace, False, True),
+    "expm-gauss": (expected_value.expm_gauss, True, True),
+    "dirm-laplace": (expected_value.dirm_laplace, False, True),
+    "dirm-gauss": (expected_value.dirm_gauss, True, True),
+    "eigm": (gaussian_uncertainty.eigm, True, True),
+    "daum": (gaussian_uncertainty.daum, True, True),
+    "groupdp-laplace": (baselines.groupdp_laplace, False, False),
+    "groupdp-gauss": (baselines.groupdp_gauss, True, False),
+    "dp-laplace": (baselines.dp_laplace, False, False),
+    "dp-gauss": (baselines.dp_gauss, True, False),
+}
+
+MECHANISMS: tuple[str, ...] = tuple(_BUILDERS)
+
+#: The papers' table labels.
+LABELS: dict[str, str] = {
+    "wasserstein": "Wasserstein",
+    "approx-wasserstein": "Approx. Wasserstein",
+    "expm-laplace": "ExpM (L)",
+    "expm-gauss": "ExpM (G)",
+    "dirm-laplace": "DirM (L)",
+    "dirm-gauss": "DirM (G)",
+    "eigm": "EigM (G)",
+    "daum": "DauM (G)",
+    "groupdp-laplace": "GDP (L)",
+    "groupdp-gauss": "GDP (G)",
+    "dp-laplace": "DP (L)",
+    "dp-gauss": "DP (G)",
+}
+
+GAUSSIAN_MECHANISMS = ("expm-gauss", "dirm-gauss", "eigm", "daum", "groupdp-gauss", "dp-gauss")
+
+
+def options_of(name: str) -> tuple[str, ...]:
+    """Keyword options accepted by mechanism ``name`` beyond (model, Ψ, ε, δ, calibration)."""
+    builder = _BUILDERS[check_choice(name, "name", MECHANISMS)][0]
+    params = list(inspect.signature(builder).parameters.values())[1:]
+    return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
+
+
+def calibrate(
+    name: str,
+    model: QueryModel,
+    pairs: Iterable[Sequence[Hashable]] | None = None,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    calibration: str = "exact",
+    **options: Any,
+) -> Mechanism:
+    """Create a calibrated mechanism.
+
+    Parameters
+    ----------
+    name:
+        One of :data:`MECHANISMS` (``"wasserstein"``, ``"approx-wasserstein"``,
+        ``"expm-laplace"``, ``"expm-gauss"``, ``"dirm-laplace"``, ``"dirm-gauss"``,
+        ``"eigm"``, ``"daum"``, ``"groupdp-laplace"``, ``"groupdp-gauss"``,
+        ``"dp-laplace"``, ``"dp-gauss"``).
+    model:
+        f_θ as a :class:`~distpriv.GaussianModel` or :class:`~distpriv.EmpiricalModel`
+        (Gaussian mechanisms fit N(μ̂, Σ̂) to an empirical model).
+    pairs:
+        Ψ, unordered pairs of θ labels (optional for the DP baselines).
+    epsilon, delta:
+        Privacy parameters; δ in (0, 1) is required by Gaussian mechanisms and
+        Approximate Wasserstein, and ignored (must be 0/None or in [0, 1)) by pure Laplace ones.
+    calibration:
+        ``"exact"`` (default; analytic Gaussian) or ``"classic"`` (the papers' c = sqrt(2 ln(1.25/δ))).
+    options:
+        Mechanism-specific keywords, see :func:`options_of` (e.g. ``direction=`` for
+        DirM/DauM, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
+
+    Returns
+    -------
+    Mechanism
+        with ``release``, ``release_batch``, ``noise_covariance``, ``laplace_scale``,
+        ``expected_l2_error`` and ``guarantee``.
+
+    Example
+    -------
+    >>> import numpy as np, distpriv as dp
+    >>> model = dp.GaussianModel(means={1: [100, 101], 2: [99, 102]},
+    ...                          covariances={1: [[22, -6], [-6, 13]], 2: [[22, -6], [-6, 13]]})
+    >>> mech = dp.calibrate("eigm", model, [(1, 2)], epsilon=1.0, delta=1e-3, calibration="classic")
+    >>> np.round(np.linalg.eigvalsh(mech.noise_covariance), 2)
+    array([ 3.52, 18.52])
+    """
+    key = check_choice(name, "name", MECHANISMS)
+    builder, need_delta, need_pairs = _BUILDERS[key]
+    allowed = options_of(key)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidParameterError(
+            f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(allowed) or 'none'}"
+        )
+    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
+    return builder(inp, **options)
