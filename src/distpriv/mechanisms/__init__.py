@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from .base import Mechanism
-from .registry import MECHANISMS, LABELS, calibrate
+from .registry import LABELS, MECHANISMS, calibrate, check_noiseless
 
-__all__ = ["LABELS", "MECHANISMS", "Mechanism", "calibrate"]
+__all__ = ["LABELS", "MECHANISMS", "Mechanism", "calibrate", "check_noiseless"]

@@ -114,7 +114,7 @@ def noiseless_release(inp: Inputs) -> NoiselessCheck:
     dist = max_pair_distance(g, inp.pairs, np.zeros((g.dim, g.dim)))
     dm = d_max(inp)
     ok = dist <= dm * (1 + 1e-12)
-    guar = _gaussian_guarantee(inp, "none", "Chen & Ohrimenko Thm 5.4") if ok else None
+    guar = _gaussian_guarantee(inp, "none", "Chen & Ohrimenko Thm 5.4", g) if ok else None
     return NoiselessCheck(ok=ok, max_mahalanobis=dist, d_max=dm, guarantee=guar)
 
 

@@ -115,3 +115,20 @@ def calibrate(
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
     return builder(inp, **options)
+
+
+def check_noiseless(
+    model: QueryModel,
+    pairs: Iterable[Sequence[Hashable]],
+    *,
+    epsilon: float,
+    delta: float,
+    calibration: str = "exact",
+) -> gaussian_uncertainty.NoiselessCheck:
+    """Theorem 5.4: may F(Data) be released with no noise at all?
+
+    True iff every pair's Mahalanobis distance sqrt((μ_i − μ_j)ᵀ Σ⁻¹ (μ_i − μ_j)) is at most
+    D_max (ε/c classic, D*(ε, δ) exact) under the Gaussian, equal-covariance model.
+    """
+    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=True)
+    return gaussian_uncertainty.noiseless_release(inp)
