@@ -267,58 +267,66 @@ def _integer_weights(
 def _flow_oracle(
     p: FloatArray, q: FloatArray, tol: float
 ) -> Callable[[NDArray[np.bool_], float], bool]:
-    """Return ``ok(mask, need)``: does G (edges where mask) carry mass >= need − tol?"""
+    """Return ``ok(mask, need)``: can the edges where ``mask`` is true carry mass >= need − tol?"""
     n, k = p.shape[0], q.shape[0]
     ints = _integer_weights(p, q, tol)
     if ints is not None:
         a, b, d = ints
+
+        def target_of(need: float) -> int:
+            return math.ceil(need * d - tol * d - 1e-9)
+
         if d == n == k and np.all(a == 1) and np.all(b == 1):
 
             def ok_matching(mask: NDArray[np.bool_], need: float) -> bool:
-                target = math.ceil(need * d - tol * d - 1e-9)
-                if target <= 0:
-                    return True
-                # quick Hall-type reject: every matched row/column needs an edge
+                target = target_of(need)
+                row_deg = np.count_nonzero(mask, axis=1)
+                # Kőnig bound: a matching is no larger than the number of non-isolated rows/columns
                 if (
-                    int(np.count_nonzero(mask.any(axis=1))) < target
+                    int(np.count_nonzero(row_deg)) < target
                     or int(np.count_nonzero(mask.any(axis=0))) < target
                 ):
                     return False
-                match = maximum_bipartite_matching(csr_array(mask), perm_type="column")
+                indptr = np.concatenate([[0], np.cumsum(row_deg)])
+                indices = np.nonzero(mask)[1].astype(np.int32)
+                graph = csr_array(
+                    (np.ones(indices.size, dtype=bool), indices, indptr), shape=(n, k)
+                )
+                match = maximum_bipartite_matching(graph, perm_type="column")
                 return int(np.count_nonzero(match >= 0)) >= target
 
             return ok_matching
 
         a32 = a.astype(np.int32)
         b32 = b.astype(np.int32)
+        # node ids: x_i = i, y_j = n + j, source = n + k, sink = n + k + 1; CSR built row by row
+        src_row = np.arange(n, dtype=np.int32)
+        y_rows = np.full(k, n + k + 1, dtype=np.int32)
 
         def ok_intflow(mask: NDArray[np.bool_], need: float) -> bool:
-            target = math.ceil(need * d - tol * d - 1e-9)
-            if target <= 0:
-                return True
+            target = target_of(need)
             rows, cols = np.nonzero(mask)
-            if rows.size == 0:
+            if rows.size == 0 or min(a[np.unique(rows)].sum(), b[np.unique(cols)].sum()) < target:
                 return False
-            src = n + k
-            snk = n + k + 1
-            heads = np.concatenate([np.full(n, src), rows, n + np.arange(k)])
-            tails = np.concatenate([np.arange(n), n + cols, np.full(k, snk)])
-            caps = np.concatenate([a32, np.minimum(a32[rows], b32[cols]), b32]).astype(np.int32)
-            graph = csr_array((caps, (heads, tails)), shape=(n + k + 2, n + k + 2))
-            return int(maximum_flow(graph, src, snk).flow_value) >= target
+            row_deg = np.bincount(rows, minlength=n)
+            indptr = np.concatenate(
+                [[0], np.cumsum(row_deg), rows.size + np.arange(1, k + 1), [rows.size + k + n] * 2]
+            )
+            indices = np.concatenate([(n + cols).astype(np.int32), y_rows, src_row])
+            caps = np.concatenate([np.minimum(a32[rows], b32[cols]), b32, a32]).astype(np.int32)
+            graph = csr_array((caps, indices, indptr), shape=(n + k + 2, n + k + 2))
+            return int(maximum_flow(graph, n + k, n + k + 1).flow_value) >= target
 
         return ok_intflow
 
     bounds = np.concatenate([p, q])
 
     def ok_lp(mask: NDArray[np.bool_], need: float) -> bool:
-        if need - tol <= 0:
-            return True
         rows, cols = np.nonzero(mask)
         if rows.size == 0:
             return False
         # cheap upper bound: mass of rows/columns that have at least one edge
-        if min(p[mask.any(axis=1)].sum(), q[mask.any(axis=0)].sum()) < need - tol:
+        if min(p[np.unique(rows)].sum(), q[np.unique(cols)].sum()) < need - tol:
             return False
         e = rows.size
         data = np.ones(2 * e)
