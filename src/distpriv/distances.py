@@ -306,9 +306,9 @@ def _flow_oracle(
         def ok_intflow(mask: NDArray[np.bool_], need: float) -> bool:
             target = target_of(need)
             rows, cols = np.nonzero(mask)
-            if rows.size == 0 or min(a[np.unique(rows)].sum(), b[np.unique(cols)].sum()) < target:
+            row_deg = np.count_nonzero(mask, axis=1)
+            if rows.size == 0 or min(a[row_deg > 0].sum(), b[mask.any(axis=0)].sum()) < target:
                 return False
-            row_deg = np.bincount(rows, minlength=n)
             indptr = np.concatenate(
                 [[0], np.cumsum(row_deg), rows.size + np.arange(1, k + 1), [rows.size + k + n] * 2]
             )
@@ -326,7 +326,7 @@ def _flow_oracle(
         if rows.size == 0:
             return False
         # cheap upper bound: mass of rows/columns that have at least one edge
-        if min(p[np.unique(rows)].sum(), q[np.unique(cols)].sum()) < need - tol:
+        if min(p[mask.any(axis=1)].sum(), q[mask.any(axis=0)].sum()) < need - tol:
             return False
         e = rows.size
         data = np.ones(2 * e)
