@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import profile_by_integration
 
+from conftest import profile_by_integration
 from distpriv import calibration as cal
 from distpriv.errors import ClassicCalibrationWarning, InvalidParameterError, UnknownLabelError
 

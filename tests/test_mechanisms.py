@@ -6,11 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from conftest import profile_by_integration
 from scipy import optimize, stats
 
 import distpriv as dp
-from distpriv.errors import AssumptionWarning, InvalidParameterError, InvalidTypeError, UnknownLabelError
+from conftest import profile_by_integration
+from distpriv.errors import (
+    AssumptionWarning,
+    InvalidParameterError,
+    InvalidTypeError,
+    UnknownLabelError,
+)
 from distpriv.mechanisms.gaussian_uncertainty import daum_variance
 
 GAUSSIAN = ["expm-gauss", "dirm-gauss", "eigm", "daum"]

@@ -21,7 +21,14 @@ from .errors import (
 )
 from .guarantees import Guarantee, compose
 from .mechanisms import MECHANISMS, Mechanism, calibrate
-from .models import EmpiricalModel, GaussianModel, QueryModel, normalize_pairs, pair_stats, pairs_from_grid
+from .models import (
+    EmpiricalModel,
+    GaussianModel,
+    QueryModel,
+    normalize_pairs,
+    pair_stats,
+    pairs_from_grid,
+)
 
 __version__ = "0.1.0"
 
