@@ -39,7 +39,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-from ._validation import RngLike, as_rng, check_array, check_int, check_positive, check_psd, check_real
+from ._validation import (
+    RngLike,
+    as_rng,
+    check_array,
+    check_int,
+    check_positive,
+    check_psd,
+    check_real,
+)
 from .errors import InvalidParameterError, InvalidTypeError
 
 __all__ = [
@@ -362,7 +370,7 @@ def _standardise(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[n
 def _logistic_objective(
     w: NDArray[np.float64], xt: NDArray[np.float64], y: NDArray[np.float64], c: float
 ) -> NDArray[np.float64]:
-    z = np.einsum("rnk,rk->rn", xt, w)
+    z = (xt @ w[..., None])[..., 0]
     loss = np.logaddexp(0.0, z) - y * z
     return 0.5 * np.sum(w[:, :-1] ** 2, axis=1) + c * loss.sum(axis=1)
 
@@ -387,11 +395,12 @@ def _fit_logistic_batch(
     reg = np.ones(m + 1)
     reg[-1] = 0.0
     obj = _logistic_objective(w, xt, yf, c)
+    xtt = np.swapaxes(xt, 1, 2)
     for _ in range(max_iter):
-        z = np.einsum("rnk,rk->rn", xt, w)
+        z = (xt @ w[..., None])[..., 0]
         s = special.expit(z)
-        grad = reg * w + c * np.einsum("rnk,rn->rk", xt, s - yf)
-        h = c * np.einsum("rnk,rn,rnl->rkl", xt, s * (1.0 - s), xt)
+        grad = reg * w + c * (xtt @ (s - yf)[..., None])[..., 0]
+        h = c * ((xtt * (s * (1.0 - s))[:, None, :]) @ xt)
         h += np.diag(reg + 1e-12)
         step = np.linalg.solve(h, grad[..., None])[..., 0]
         t = np.ones(r)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-import click
 import typer
 
 from .errors import DistPrivError
@@ -43,22 +42,21 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``distpriv`` console script."""
-    _register()
+    """Entry point of the ``distpriv`` console script.
+
+    Usage errors are reported by the CLI framework (exit status 2); a
+    :class:`DistPrivError` from any command becomes one line on stderr and exit status 2.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        _register()
+        app(args=argv, prog_name="distpriv")
     except DistPrivError as exc:
-        print(f"distpriv: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except click.exceptions.Abort:
-        print("distpriv: aborted", file=sys.stderr)
-        raise SystemExit(130) from None
-    except click.exceptions.ClickException as exc:
-        msg = exc.format_message().replace("\n", " ")
+        msg = " ".join(str(exc).split())
         print(f"distpriv: error: {msg}", file=sys.stderr)
-        raise SystemExit(exc.exit_code if exc.exit_code else 2) from None
-    except click.exceptions.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("distpriv: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,88 @@
+"""Attribute privacy (Zhang, Ohrimenko & Cummings): Pufferfish secrets, APGM and APMQM.
+
+* :mod:`.pufferfish` — dataset / distributional attribute privacy (Definitions 4–5) as
+  Pufferfish (S, Q, Θ), and the conversion to distribution-privacy pairs (Chen & Ohrimenko Thm 3.1).
+* :mod:`.gaussian` — Attribute-Private Gaussian Mechanism (Algorithm 1, Theorems 1–2) and the
+  Gaussian-data instantiation of Section 4.2.
+* :mod:`.bayesnet`, :mod:`.markov_quilt` — Bayesian networks over attribute parameters, max-influence
+  (Definition 7), Markov quilts and the Attribute-Private Markov Quilt Mechanism (Algorithm 2, Theorems 3–4).
+* :mod:`.examples` — the synthetic hospital (Section 4.2) and school (Example 1) settings.
+"""
+
+from __future__ import annotations
+
+from .bayesnet import Influence, ParameterNetwork, max_influence, random_network
+from .gaussian import (
+    AttributeGaussianMechanism,
+    ClassConditionalColumn,
+    GaussianRecordModel,
+    apgm,
+    apgm_accuracy,
+    apgm_box,
+    apgm_noise_variance,
+    exact_delta_box,
+    gaussian_pair_delta,
+    moments_from_samples,
+)
+from .markov_quilt import (
+    ColumnSensitivity,
+    MarkovQuilt,
+    QuiltMechanism,
+    apmqm,
+    d_connected,
+    enumerate_quilts,
+    is_markov_quilt,
+    quilt_for,
+)
+from .optimize import Extremum, box_extremum
+from .pufferfish import (
+    DistributionPufferfish,
+    Interval,
+    Lattice,
+    Mixture,
+    PufferfishFramework,
+    Secret,
+    SecretPair,
+    dataset_attribute_privacy,
+    distributional_attribute_privacy,
+    from_distribution_privacy,
+    to_distribution_privacy,
+)
+
+__all__ = [
+    "AttributeGaussianMechanism",
+    "ClassConditionalColumn",
+    "ColumnSensitivity",
+    "DistributionPufferfish",
+    "Extremum",
+    "GaussianRecordModel",
+    "Influence",
+    "Interval",
+    "Lattice",
+    "MarkovQuilt",
+    "Mixture",
+    "ParameterNetwork",
+    "PufferfishFramework",
+    "QuiltMechanism",
+    "Secret",
+    "SecretPair",
+    "apgm",
+    "apgm_accuracy",
+    "apgm_box",
+    "apgm_noise_variance",
+    "apmqm",
+    "box_extremum",
+    "d_connected",
+    "dataset_attribute_privacy",
+    "distributional_attribute_privacy",
+    "enumerate_quilts",
+    "exact_delta_box",
+    "from_distribution_privacy",
+    "gaussian_pair_delta",
+    "is_markov_quilt",
+    "max_influence",
+    "moments_from_samples",
+    "quilt_for",
+    "random_network",
+    "to_distribution_privacy",
+]

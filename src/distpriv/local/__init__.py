@@ -1,0 +1,1 @@
+"""Local distribution privacy (Kawamoto & Murakami): finite mechanisms, tupling, coupling."""

@@ -1,0 +1,245 @@
+"""Reading the curator's table and modelling the query distributions f_θ.
+
+f_θ is the distribution of F(Data) when Data is a dataset of n records whose
+share of records satisfying the protected predicate is θ (Chen & Ohrimenko
+Sections 3, 6.1). Two ways to estimate it:
+
+* **reference population** (``--population``), as in the paper: datasets of n
+  records with ⌊θn⌉ records satisfying the predicate are sampled from the
+  population (:class:`distpriv.property.PropertyModel`);
+* **the data itself** (no population): datasets of n records are *resampled
+  with replacement* from the data, ⌊θn⌉ of them from the rows satisfying the
+  predicate and the rest from the others. This treats the data as
+  representative of the records a dataset with share θ would contain — an
+  assumption the report states.
+
+The data file is only ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from .._validation import as_rng
+from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError
+from ..models import EmpiricalModel
+from ..queries import Predicate, Query, Statistic
+
+__all__ = ["Table", "bootstrap_sampler", "build_query", "load_table", "record_sensitivities", "Modelling", "model_f_theta"]
+
+SUFFIXES_CSV = (".csv", ".txt", ".tsv")
+SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A loaded table with its file's SHA-256 (recorded in the release, used for composition checks)."""
+
+    path: Path
+    frame: pd.DataFrame
+    sha256: str
+
+    @property
+    def rows(self) -> int:
+        return len(self.frame)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_table(path: str | Path, what: str = "data") -> Table:
+    """Read a CSV (``.csv``/``.tsv``/``.txt``) or Parquet (``.parquet``/``.pq``) file, read-only.
+
+    CSV cells are stripped of surrounding spaces (as in the UCI Adult files).
+    Raises :class:`DataUnavailableError` for a missing file and
+    :class:`InvalidParameterError` for an unreadable or empty one.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataUnavailableError(f"{what}: file not found: {p}")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in SUFFIXES_PARQUET:
+            df = pd.read_parquet(p)
+        elif suffix in SUFFIXES_CSV or suffix == "":
+            sep = "\t" if suffix == ".tsv" else ","
+            df = pd.read_csv(p, sep=sep, skipinitialspace=True)
+        else:
+            raise InvalidParameterError(
+                f"{what}: unsupported file type {suffix!r} for {p}; expected CSV ({', '.join(SUFFIXES_CSV)}) "
+                f"or Parquet ({', '.join(SUFFIXES_PARQUET)})"
+            )
+    except DistPrivError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise InvalidParameterError(f"{what}: {p} is empty") from None
+    except Exception as exc:  # pandas/pyarrow raise many types for malformed files
+        msg = str(exc).replace("\n", " ")
+        raise InvalidParameterError(f"{what}: cannot read {p}: {msg}") from None
+    if len(df) == 0:
+        raise InvalidParameterError(f"{what}: {p} has no rows")
+    df.columns = [str(c).strip() for c in df.columns]
+    return Table(p, df, _sha256(p))
+
+
+def build_query(stats: Sequence[str], names: Sequence[str]) -> Query:
+    """The declarative query F from statistic specs (``"mean:age"``) and display names."""
+    return Query([Statistic.parse(s, name=n) for s, n in zip(stats, names, strict=True)])
+
+
+def check_against(table: Table, query: Query, predicate: Predicate, what: str) -> NDArray[np.bool_]:
+    """Evaluate the query's columns and the predicate on ``table``; return the predicate mask.
+
+    Raises when a column is unknown or not numeric, or when the predicate matches no row or every row
+    (then the property share cannot be varied).
+    """
+    query.column_matrix(table.frame)  # unknown / non-numeric columns, NaNs
+    mask = predicate.mask(table.frame)
+    hits = int(mask.sum())
+    if hits == 0:
+        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {what} ({table.path})")
+    if hits == len(mask):
+        raise InvalidParameterError(
+            f"--protect: predicate {str(predicate)!r} matches every row of {what} ({table.path}); the share cannot vary"
+        )
+    return mask
+
+
+def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict[float, int]:
+    """Number of protected records ⌊θn⌉ per θ; two values of a pair must give different counts."""
+    counts: dict[float, int] = {}
+    for a, b in pairs:
+        ka, kb = int(round(a * n)), int(round(b * n))
+        if ka == kb:
+            raise InvalidParameterError(
+                f"--pairs: {a} and {b} are not distinguishable with n = {n} records "
+                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart"
+            )
+        counts[a], counts[b] = ka, kb
+    return counts
+
+
+def record_sensitivities(query: Query, frame: pd.DataFrame, n: int) -> NDArray[np.float64]:
+    """Per-component change of F when one of n records changes (group-DP baselines, Sec. 6.2).
+
+    mean: range/n; sum: range; count: 1; proportion: 1/n — ranges over ``frame``.
+    """
+    out = []
+    for stat in query.statistics:
+        if stat.kind in ("count", "proportion"):
+            out.append(1.0 if stat.kind == "count" else 1.0 / n)
+        else:
+            col = frame[stat.column].to_numpy(dtype=float)
+            rng = float(col.max() - col.min())
+            out.append(rng / n if stat.kind == "mean" else rng)
+    return np.array(out)
+
+
+def bootstrap_sampler(
+    matrix: NDArray[np.float64], mask: NDArray[np.bool_], query: Query, n: int, *, chunk: int = 200_000
+) -> Any:
+    """``sampler(p, size, rng) -> (size, m)``: F of datasets of n records resampled with replacement.
+
+    ⌊pn⌉ records are drawn uniformly with replacement from the rows with ``mask``
+    true and the others from the rows with ``mask`` false; F is computed from the
+    column matrix V (``Query.column_matrix``) as s(n)·Σ V[rows]. Vectorised in
+    chunks of about ``chunk`` gathered rows.
+    """
+    pos, neg = matrix[mask], matrix[~mask]
+
+    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        g = as_rng(rng)
+        k = int(round(float(p) * n))
+        if not 0 <= k <= n:
+            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
+        out = np.empty((size, matrix.shape[1]))
+        per = max(1, chunk // max(n, 1))
+        for start in range(0, size, per):
+            stop = min(size, start + per)
+            s = np.zeros((stop - start, matrix.shape[1]))
+            if k:
+                s += pos[g.integers(0, len(pos), size=(stop - start, k))].sum(axis=1)
+            if n - k:
+                s += neg[g.integers(0, len(neg), size=(stop - start, n - k))].sum(axis=1)
+            out[start:stop] = query.reduce(s, n)
+        return out
+
+    return sample
+
+
+@dataclass
+class Modelling:
+    """How f_θ was estimated, the sampler behind it and the empirical model."""
+
+    source: str  # "population" or "data"
+    n: int
+    samples: int
+    counts: dict[float, int]
+    sampler: Any  # (p, size, rng) -> (size, m)
+    model: EmpiricalModel
+    note: str
+
+
+def model_f_theta(
+    data: Table,
+    population: Table | None,
+    query: Query,
+    predicate: Predicate,
+    pairs: Sequence[tuple[float, float]],
+    *,
+    n: int | None,
+    samples: int,
+    rng: Any,
+) -> Modelling:
+    """Estimate f_θ for every θ in Ψ (see the module docstring) from ``samples`` sampled datasets per θ."""
+    g = as_rng(rng)
+    n_rec = data.rows if n is None else int(n)
+    counts = check_pairs_achievable(pairs, n_rec)
+    labels = list(dict.fromkeys(v for pr in pairs for v in pr))
+    if population is not None:
+        mask = check_against(population, query, predicate, "--population")
+        sampler, source = _population_sampler(population, query, predicate, mask, n_rec, counts), "population"
+        note = (f"f_θ modelled from the reference population {population.path.name} ({population.rows} records): "
+                f"datasets of n = {n_rec} records with round(θn) records satisfying {str(predicate)!r}, "
+                "drawn without replacement (Chen & Ohrimenko Sec. 6.1).")
+    else:
+        mask = predicate.mask(data.frame)
+        sampler = bootstrap_sampler(query.column_matrix(data.frame), mask, query, n_rec)
+        source = "data"
+        note = (f"No reference population was given: f_θ modelled by resampling the data itself — datasets of "
+                f"n = {n_rec} records drawn with replacement, round(θn) of them from the {int(mask.sum())} rows "
+                f"satisfying {str(predicate)!r} and the rest from the other {int((~mask).sum())}. This assumes the "
+                "data are representative of the records a dataset with share θ would hold; the noise scale "
+                "therefore depends on the data.")
+    samples_by = {lab: np.asarray(sampler(lab, samples, g), dtype=float) for lab in labels}
+    return Modelling(source, n_rec, samples, counts, sampler, EmpiricalModel(samples_by), note)
+
+
+def _population_sampler(
+    population: Table, query: Query, predicate: Predicate, mask: NDArray[np.bool_], n: int, counts: dict[float, int]
+) -> Any:
+    """Sampler over a reference population, via :class:`distpriv.property.PropertyModel` (without replacement)."""
+    pos, neg = int(mask.sum()), int((~mask).sum())
+    for p, k in counts.items():
+        if k > pos or n - k > neg:
+            raise InvalidParameterError(
+                f"--pairs: share {p} needs {k} records satisfying the predicate and {n - k} others out of n = {n}, "
+                f"but the population has {pos} and {neg}"
+            )
+    from ..property import PropertyModel
+
+    pm = PropertyModel(population.frame, predicate, query, n)
+    return pm.sample_query

@@ -1,0 +1,317 @@
+"""What to release and how: the release specification, from command-line options and/or a TOML file.
+
+A :class:`ReleaseSpec` names the data, the statistics (declarative query of
+:mod:`distpriv.queries`), the protected property (a predicate whose share of
+records is the secret θ, Chen & Ohrimenko Section 3), the secret pairs Ψ, the
+privacy target (ε, δ) and the mechanism (``auto`` or one of
+:data:`distpriv.MECHANISMS`). Every field is validated here, before any data is
+read or anything is written, and every problem raises a
+:class:`distpriv.DistPrivError` whose message names the option.
+
+TOML spec files use the same names as the command-line options::
+
+    data = "adult.csv"
+    stats = ["mean:age", "count:sex=Female"]      # or a table {name = "kind:target"}
+    protect = "income=>50K"
+    pairs = [[0.45, 0.55]]                        # or around = 0.5 and gap = 0.1
+    epsilon = 1.0
+    delta = 1e-3
+    mechanism = "auto"
+
+Command-line options override the file.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .._validation import check_delta, check_epsilon
+from ..calibration import CALIBRATIONS
+from ..errors import DataUnavailableError, InvalidParameterError, InvalidTypeError, UnknownLabelError
+from ..mechanisms import MECHANISMS
+
+if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
+    import tomllib
+else:  # pragma: no cover - version dependent
+    import tomli as tomllib
+
+__all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_around"]
+
+#: Keys accepted in a TOML spec file.
+SPEC_KEYS: tuple[str, ...] = (
+    "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
+    "population", "n", "samples", "calibration", "seed", "previous", "independent",
+)
+
+
+def parse_pair(text: str) -> tuple[float, float]:
+    """``"0.45,0.55"`` -> (0.45, 0.55)."""
+    if not isinstance(text, str):
+        raise InvalidTypeError(f"--pairs: expected 'p1,p2', got {text!r}")
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InvalidParameterError(f"--pairs: expected two property values 'p1,p2', got {text!r}")
+    try:
+        a, b = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise InvalidParameterError(f"--pairs: property values must be numbers, got {text!r}") from None
+    return a, b
+
+
+def pairs_around(around: float, gap: float) -> tuple[tuple[float, float], ...]:
+    """``--around P --gap DP``: the single pair (P − DP/2, P + DP/2) (the paper's 0.45 vs 0.55 is P = 0.5, DP = 0.1)."""
+    if not math.isfinite(around) or not math.isfinite(gap):
+        raise InvalidParameterError(f"--around/--gap: must be finite numbers, got {around}, {gap}")
+    if gap <= 0:
+        raise InvalidParameterError(f"--gap: must be > 0, got {gap}")
+    return ((round(around - gap / 2, 12), round(around + gap / 2, 12)),)
+
+
+def _check_pairs(pairs: Sequence[Sequence[Any]]) -> tuple[tuple[float, float], ...]:
+    out: list[tuple[float, float]] = []
+    for item in pairs:
+        if isinstance(item, str):
+            a, b = parse_pair(item)
+        else:
+            try:
+                a, b = (float(v) for v in item)
+            except (TypeError, ValueError):
+                raise InvalidParameterError(f"pairs: each pair must be two property values, got {item!r}") from None
+        for v in (a, b):
+            if not math.isfinite(v) or not 0.0 <= v <= 1.0:
+                raise InvalidParameterError(f"pairs: property value {v} is outside [0, 1] (a share of records)")
+        if a == b:
+            raise InvalidParameterError(f"pairs: the two values of a pair must differ, got ({a}, {b})")
+        out.append((a, b))
+    if not out:
+        raise InvalidParameterError("pairs: give at least one pair with --pairs p1,p2 (or --around P --gap DP)")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """A validated release request.
+
+    Attributes
+    ----------
+    data: the table (CSV or Parquet) whose statistics are released.
+    stats: statistic specs such as ``"mean:age"``, ``"count:sex=Female"`` (names default to the spec).
+    names: display names of the statistics (same length as ``stats``).
+    protect: predicate whose share of records is the secret property (``"income=>50K"``).
+    pairs: Ψ, unordered pairs of property values in [0, 1].
+    epsilon, delta: the privacy target.
+    mechanism: ``"auto"`` or a name of :data:`distpriv.MECHANISMS`.
+    population: optional reference population to model f_θ (else the data itself is resampled).
+    n: records per modelled dataset (default: the number of rows of the data).
+    samples: datasets sampled per θ to estimate f_θ.
+    calibration: ``"exact"`` or ``"classic"``.
+    seed: random seed of the whole release (modelling, noise).
+    previous: JSON outputs of earlier releases to compose with.
+    independent: the user asserts the data of this release and of ``previous`` are independently sampled.
+    """
+
+    data: Path
+    stats: tuple[str, ...]
+    protect: str
+    pairs: tuple[tuple[float, float], ...]
+    epsilon: float
+    delta: float
+    mechanism: str = "auto"
+    names: tuple[str, ...] = ()
+    population: Path | None = None
+    n: int | None = None
+    samples: int = 1000
+    calibration: str = "exact"
+    seed: int = 0
+    previous: tuple[Path, ...] = field(default_factory=tuple)
+    independent: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.stats:
+            raise InvalidParameterError("--stat: give at least one statistic, e.g. --stat mean:age")
+        if not self.names:
+            object.__setattr__(self, "names", tuple(self.stats))
+        if len(self.names) != len(self.stats):
+            raise InvalidParameterError("stats: names and statistics differ in length")
+        if not isinstance(self.protect, str) or not self.protect.strip():
+            raise InvalidParameterError("--protect: give the protected predicate, e.g. --protect 'income=>50K'")
+        object.__setattr__(self, "pairs", _check_pairs(self.pairs))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "--epsilon"))
+        object.__setattr__(self, "delta", check_delta(self.delta, "--delta"))
+        if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
+            raise UnknownLabelError(
+                f"--mechanism: unknown mechanism {self.mechanism!r}; expected 'auto' or one of {list(MECHANISMS)}"
+            )
+        if self.calibration not in CALIBRATIONS:
+            raise UnknownLabelError(f"--calibration: expected one of {list(CALIBRATIONS)}, got {self.calibration!r}")
+        if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1):
+            raise InvalidParameterError(f"--n: must be a positive integer, got {self.n!r}")
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 20:
+            raise InvalidParameterError(f"--samples: must be an integer >= 20, got {self.samples!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InvalidParameterError(f"--seed: must be a non-negative integer, got {self.seed!r}")
+        for p in (self.data, self.population, *self.previous):
+            if p is not None and not Path(p).is_file():
+                what = "data" if p == self.data else ("--population" if p == self.population else "--previous")
+                raise DataUnavailableError(f"{what}: file not found: {p}")
+
+    @property
+    def labels(self) -> tuple[float, ...]:
+        """The θ labels (property values) in Ψ, in order of first appearance."""
+        return tuple(dict.fromkeys(v for pr in self.pairs for v in pr))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly view (paths as strings)."""
+        return {
+            "data": str(self.data),
+            "stats": dict(zip(self.names, self.stats, strict=True)),
+            "protect": self.protect,
+            "pairs": [list(p) for p in self.pairs],
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "mechanism": self.mechanism,
+            "population": None if self.population is None else str(self.population),
+            "n": self.n,
+            "samples": self.samples,
+            "calibration": self.calibration,
+            "seed": self.seed,
+            "previous": [str(p) for p in self.previous],
+            "independent": self.independent,
+        }
+
+    def with_options(self, **changes: Any) -> ReleaseSpec:
+        """A copy with some fields replaced (re-validated)."""
+        return replace(self, **changes)
+
+
+def load_spec_file(path: str | Path) -> dict[str, Any]:
+    """Read a TOML spec file into a dict of known keys (relative paths resolved against the file's folder)."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataUnavailableError(f"--config: file not found: {p}")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        msg = str(exc).replace("\n", " ")
+        raise InvalidParameterError(f"--config: malformed TOML in {p}: {msg}") from None
+    unknown = sorted(set(raw) - set(SPEC_KEYS))
+    if unknown:
+        raise InvalidParameterError(f"--config: unknown key {unknown[0]!r} in {p}; allowed keys are {list(SPEC_KEYS)}")
+    out: dict[str, Any] = dict(raw)
+    base = p.resolve().parent
+    for key in ("data", "population"):
+        if key in out:
+            if not isinstance(out[key], str):
+                raise InvalidTypeError(f"--config: {key} must be a file path string in {p}")
+            q = Path(out[key])
+            out[key] = q if q.is_absolute() else base / q
+    if "previous" in out:
+        prev = out["previous"]
+        if isinstance(prev, str):
+            prev = [prev]
+        if not isinstance(prev, list) or not all(isinstance(x, str) for x in prev):
+            raise InvalidTypeError(f"--config: previous must be a list of file paths in {p}")
+        out["previous"] = [Path(x) if Path(x).is_absolute() else base / x for x in prev]
+    if "stats" in out:
+        stats = out["stats"]
+        if isinstance(stats, Mapping):
+            if not all(isinstance(v, str) for v in stats.values()):
+                raise InvalidTypeError(f"--config: stats values must be strings like 'mean:age' in {p}")
+            out["stats"] = [str(v) for v in stats.values()]
+            out["names"] = [str(k) for k in stats]
+        elif isinstance(stats, list) and all(isinstance(x, str) for x in stats):
+            out["stats"] = list(stats)
+        else:
+            raise InvalidTypeError(f"--config: stats must be a list of strings or a table of name = 'kind:target' in {p}")
+    if "pairs" in out:
+        pairs = out["pairs"]
+        if not isinstance(pairs, list):
+            raise InvalidTypeError(f"--config: pairs must be a list of [p1, p2] in {p}")
+    for key in ("epsilon", "delta", "around", "gap"):
+        if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
+            raise InvalidTypeError(f"--config: {key} must be a number in {p}, got {out[key]!r}")
+    for key in ("n", "samples", "seed"):
+        if key in out and (isinstance(out[key], bool) or not isinstance(out[key], int)):
+            raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
+    for key in ("protect", "mechanism", "calibration"):
+        if key in out and not isinstance(out[key], str):
+            raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
+    if "independent" in out and not isinstance(out["independent"], bool):
+        raise InvalidTypeError(f"--config: independent must be true or false in {p}")
+    return out
+
+
+def build_spec(
+    *,
+    data: str | Path | None,
+    stats: Sequence[str] | None,
+    protect: str | None,
+    pairs: Sequence[str] | None,
+    around: float | None,
+    gap: float | None,
+    epsilon: float | None,
+    delta: float | None,
+    mechanism: str | None,
+    population: str | Path | None,
+    config: str | Path | None,
+    n: int | None = None,
+    samples: int | None = None,
+    calibration: str | None = None,
+    seed: int | None = None,
+    previous: Sequence[str | Path] | None = None,
+    independent: bool | None = None,
+) -> ReleaseSpec:
+    """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
+    cfg = load_spec_file(config) if config is not None else {}
+    merged: dict[str, Any] = dict(cfg)
+    cli: dict[str, Any] = {
+        "data": None if data is None else Path(data),
+        "stats": list(stats) if stats else None,
+        "protect": protect,
+        "epsilon": epsilon,
+        "delta": delta,
+        "mechanism": mechanism,
+        "population": None if population is None else Path(population),
+        "n": n,
+        "samples": samples,
+        "calibration": calibration,
+        "seed": seed,
+        "previous": [Path(p) for p in previous] if previous else None,
+        "independent": independent,
+    }
+    for k, v in cli.items():
+        if v is not None:
+            merged[k] = v
+            if k == "stats":
+                merged.pop("names", None)
+    if pairs:
+        merged["pairs"] = [parse_pair(p) for p in pairs]
+        merged.pop("around", None)
+        merged.pop("gap", None)
+    if around is not None or gap is not None:
+        merged["around"], merged["gap"] = around, gap
+        if pairs:
+            raise InvalidParameterError("--pairs and --around/--gap: give one or the other")
+    if merged.get("around") is not None or merged.get("gap") is not None:
+        if merged.get("around") is None or merged.get("gap") is None:
+            raise InvalidParameterError("--around/--gap: give both --around P and --gap DP")
+        if "pairs" in cfg and not pairs and around is None:
+            raise InvalidParameterError("--config: give either pairs or around/gap, not both")
+        merged["pairs"] = pairs_around(float(merged.pop("around")), float(merged.pop("gap")))
+    missing = [k for k in ("data", "stats", "protect", "pairs", "epsilon", "delta") if merged.get(k) is None]
+    if missing:
+        opt = {"data": "DATA", "stats": "--stat", "protect": "--protect", "pairs": "--pairs",
+               "epsilon": "--epsilon", "delta": "--delta"}[missing[0]]
+        raise InvalidParameterError(f"{opt}: missing (give it on the command line or in --config)")
+    kwargs = {k: v for k, v in merged.items() if k in {f for f in ReleaseSpec.__dataclass_fields__}}
+    kwargs["stats"] = tuple(kwargs["stats"])
+    if "names" in kwargs:
+        kwargs["names"] = tuple(kwargs["names"])
+    kwargs["previous"] = tuple(kwargs.get("previous") or ())
+    kwargs["independent"] = bool(kwargs.get("independent") or False)
+    return ReleaseSpec(**kwargs)
