@@ -40,9 +40,11 @@ test is exact:
 
 * integer weights — when p = a/D and q = b/D for integers a, b and a common
   denominator D < 2^31 (empirical samples: D = lcm(N, K)), the flow is an
-  integer max-flow (``scipy.sparse.csgraph.maximum_flow``, Dinic) and for
-  equal-size samples a maximum bipartite matching (Hopcroft–Karp,
-  ``maximum_bipartite_matching``): integer arithmetic, no rounding at all.
+  integer max-flow (``scipy.sparse.csgraph.maximum_flow``, Dinic; for
+  equal-size samples this is a maximum bipartite matching): integer
+  arithmetic, no rounding at all. (``maximum_bipartite_matching`` is not used:
+  its Hopcroft–Karp DFS takes exponential time on layered graphs such as the
+  band-shaped threshold graphs of 1-D data, scipy issue gh-26147.)
   Weights are only treated as a/D when Σ|p − a/D| + Σ|q − b/D| is below the
   mass tolerance, and max-flow is 1-Lipschitz in the capacities (L1), so the
   decision is the same as for the real weights;
@@ -74,7 +76,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import linprog
 from scipy.sparse import coo_array, csr_array
-from scipy.sparse.csgraph import maximum_bipartite_matching, maximum_flow
+from scipy.sparse.csgraph import maximum_flow
 from scipy.spatial.distance import cdist
 
 from ._validation import (
@@ -275,27 +277,6 @@ def _flow_oracle(
 
         def target_of(need: float) -> int:
             return math.ceil(need * d - tol * d - 1e-9)
-
-        if d == n == k and np.all(a == 1) and np.all(b == 1):
-
-            def ok_matching(mask: NDArray[np.bool_], need: float) -> bool:
-                target = target_of(need)
-                row_deg = np.count_nonzero(mask, axis=1)
-                # Kőnig bound: a matching is no larger than the number of non-isolated rows/columns
-                if (
-                    int(np.count_nonzero(row_deg)) < target
-                    or int(np.count_nonzero(mask.any(axis=0))) < target
-                ):
-                    return False
-                indptr = np.concatenate([[0], np.cumsum(row_deg)])
-                indices = np.nonzero(mask)[1].astype(np.int32)
-                graph = csr_array(
-                    (np.ones(indices.size, dtype=bool), indices, indptr), shape=(n, k)
-                )
-                match = maximum_bipartite_matching(graph, perm_type="column")
-                return int(np.count_nonzero(match >= 0)) >= target
-
-            return ok_matching
 
         a32 = a.astype(np.int32)
         b32 = b.astype(np.int32)
@@ -500,7 +481,7 @@ def w_infinity_samples(X: ArrayLike, Y: ArrayLike, norm: Any = 1, *, method: str
     """W∞ between the empirical distributions of samples X (N, m) and Y (K, m).
 
     Each sample point has weight 1/N (resp. 1/K). For N = K this is the
-    bottleneck assignment min_π max_i ||X_i − Y_π(i)|| (Hopcroft–Karp matching
+    bottleneck assignment min_π max_i ||X_i − Y_π(i)|| (a unit-capacity max-flow
     per threshold); otherwise an integer max-flow with capacities K/g and N/g,
     g = gcd(N, K). In one dimension (``method="auto"``) the sorted samples are
     matched by quantile: exact and O((N + K) log(N + K)).

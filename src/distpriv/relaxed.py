@@ -274,6 +274,7 @@ def translation_gap(
     samples_i: ArrayLike,
     samples_j: ArrayLike,
     *,
+    delta: float = 0.0,
     norm: Any = 1,
     max_samples: int | None = 2000,
     rng: RngLike = 0,
@@ -286,8 +287,10 @@ def translation_gap(
     Mechanism assumes (Section 5.1), this is the W of Theorem 5.7 for the pair.
     0 when the samples are exact translates. An estimate: empirical W∞ is
     exact for the samples (bottleneck matching) but is driven by the extreme
-    points, so it grows with the sample size for unbounded f_θ. Samples larger
-    than ``max_samples`` are subsampled (without replacement, seed ``rng``).
+    points, so it grows with the sample size for unbounded f_θ; ``delta > 0``
+    gives the (W, δ)-closeness radius instead (Section 4.1), which ignores
+    mass δ and is much more stable. Samples larger than ``max_samples`` are
+    subsampled (without replacement, seed ``rng``).
     """
     x = _samples(samples_i, "samples_i")
     y = _samples(samples_j, "samples_j")
@@ -295,11 +298,14 @@ def translation_gap(
         raise InvalidParameterError(
             f"samples_j: dimension {y.shape[1]} does not match samples_i dimension {x.shape[1]}"
         )
+    d = check_delta(delta, "delta", allow_zero=True)
     shift = x.mean(axis=0) - y.mean(axis=0)
     g = as_rng(rng)
-    return distances.w_infinity_samples(
-        _subsample(x, max_samples, g), _subsample(y, max_samples, g) + shift, norm=norm
-    )
+    xs = _subsample(x, max_samples, g)
+    ys = _subsample(y, max_samples, g) + shift
+    if d == 0.0:
+        return distances.w_infinity_samples(xs, ys, norm=norm)
+    return distances.closeness_radius_samples(xs, ys, d, norm=norm)
 
 
 def _fit(
@@ -459,8 +465,9 @@ def diagnose(
 ) -> dict[str, Any]:
     """How far an empirical model is from the Expected Value mechanisms' assumptions, and what it costs.
 
-    Per pair (θ_i, θ_j) ∈ Ψ: ``translation_gap`` (:func:`translation_gap`, and
-    relative to ||μ_i − μ_j||_1) and ``covariance_gap``
+    Per pair (θ_i, θ_j) ∈ Ψ: ``translation_gap`` (:func:`translation_gap`, also
+    relative to ||μ_i − μ_j||_1, and its (W, δ)-closeness version at
+    ``closeness_delta``) and ``covariance_gap``
     (:func:`equal_covariance_gap`). Per θ: ``gaussian_w_infinity_gap`` and the
     (W, δ)-closeness version at ``closeness_delta`` (default δ)
     (:func:`gaussian_w_infinity_gap`), and ``max_divergence_gap`` at ``eta``
@@ -496,13 +503,16 @@ def diagnose(
     pair_rows = []
     for a, b in ps:
         mu_diff = float(np.abs(model.mean(a) - model.mean(b)).sum())
-        tg = translation_gap(model.samples(a), model.samples(b), max_samples=max_samples, rng=seed)
+        xa, xb = model.samples(a), model.samples(b)
+        tg = translation_gap(xa, xb, max_samples=max_samples, rng=seed)
+        tc = translation_gap(xa, xb, delta=cd, max_samples=max_samples, rng=seed)
         pair_rows.append(
             {
                 "pair": (a, b),
                 "mean_l1": mu_diff,
                 "translation_gap": tg,
                 "relative_translation_gap": tg / mu_diff if mu_diff > 0 else math.inf,
+                "translation_closeness_gap": tc,
                 "covariance_gap": equal_covariance_gap(model.covariance(a), model.covariance(b)),
             }
         )
@@ -560,6 +570,7 @@ def diagnose(
         "pairs": pair_rows,
         "thetas": theta_rows,
         "max_translation_gap": max_tg,
+        "max_translation_closeness_gap": max(r["translation_closeness_gap"] for r in pair_rows),
         "max_covariance_gap": max_cg,
         "max_gaussian_w_infinity_gap": max_gw,
         "max_gaussian_closeness_gap": max(r["gaussian_closeness_gap"] for r in theta_rows.values()),

@@ -158,7 +158,7 @@ def render_markdown(
         if s.body.strip():
             lines += [s.body.strip(), ""]
         for f in fs:
-            lines += [f"![{f.caption or f.name}]({figure_dir}/{f.name}.png)", ""]
+            lines += [f"![{f.name}]({figure_dir}/{f.name}.png)", ""]
             if f.caption:
                 lines += [f"*Figure: {f.caption}*", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -25,6 +25,7 @@ single Parquet read (and repeated loads in one process are served from memory).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import os
 import urllib.error
@@ -183,7 +184,7 @@ def _package_dir() -> Path | None:
 
 def _default_fetch(url: str, timeout: float) -> bytes:
     """Download ``url`` with ``urllib`` (``timeout`` seconds per connection attempt)."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https/file URL
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return bytes(response.read())
 
 
@@ -193,7 +194,7 @@ def _download(url: str, fetch: Fetcher, timeout: float, verify: bool, save_to: P
     for name in ADULT_FILES:
         try:
             blobs[name] = fetch(base + name, timeout)
-        except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError, ValueError) as exc:
             raise DataUnavailableError(f"download of {base + name} failed: {exc}") from exc
     source = _make_source(f"download:{base}", blobs, verify)
     if save_to is not None:
@@ -227,7 +228,7 @@ def _parse(source: _Source, verified: bool) -> pd.DataFrame:
                 # adult.test starts with the comment line "|1x3 Cross validator"
                 skiprows=1 if name == "adult.test" else 0,
                 skip_blank_lines=True,
-                dtype={c: "string" for c in _CAT_COLUMNS},
+                dtype={c: object for c in _CAT_COLUMNS},
             )
         except (ValueError, pd.errors.ParserError) as exc:
             raise DataUnavailableError(f"{source.label}: {name} is not a valid Adult file: {exc}") from exc
@@ -248,18 +249,21 @@ def _parse(source: _Source, verified: bool) -> pd.DataFrame:
             except (TypeError, ValueError) as exc:
                 raise DataUnavailableError(f"{source.label}: column {col} is not integer: {exc}") from exc
         else:
-            values = df[col].astype(str).str.strip()
+            # Clean the few distinct labels, then map codes (no per-row string work).
+            codes, uniques = pd.factorize(df[col], sort=False)
+            labels = [str(u).strip() for u in uniques]
             if col == "income":  # adult.test writes '<=50K.' / '>50K.'
-                values = values.str.rstrip(".")
-            cats = sorted(set(values))
-            out[col] = pd.Categorical(np.asarray(values, dtype=object), categories=cats)
+                labels = [lab.rstrip(".") for lab in labels]
+            cats = sorted(set(labels))
+            remap = np.array([cats.index(lab) for lab in labels], dtype=np.int64)
+            out[col] = pd.Categorical.from_codes(remap[codes], categories=cats)
     return out
 
 
 def _read_parquet(path: Path) -> pd.DataFrame | None:
     try:
         return pd.read_parquet(path, engine="pyarrow")
-    except Exception as exc:  # noqa: BLE001 - a corrupt cache file is rebuilt, whatever the error
+    except Exception as exc:  # a corrupt cache file is rebuilt, whatever the error
         warnings.warn(f"ignoring unreadable Adult cache {path}: {exc}", stacklevel=3)
         return None
 

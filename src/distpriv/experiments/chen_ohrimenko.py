@@ -533,6 +533,14 @@ def _error_curves(
     return {"property": prop, "delta_p": delta_p, "pair": list(pair), "epsilons": list(epsilons), "series": series}
 
 
+def _note_zero_noise(panels: dict[str, Any], notes: set[str]) -> None:
+    for data in panels.values():
+        for label, s in data["series"].items():
+            if any(v == 0 for v in s["l2_error"]):
+                notes.add(f"{label}: zero error where the fitted model's own uncertainty already gives the guarantee "
+                          "(Thm 5.4: no noise needed); such points are left out of log-scale plots")
+
+
 def figure2(
     *, reps: int = REPS, seed: int = 0, calibration: str = "classic", epsilons: dict[str, Sequence[float]] | None = None,
     delta: float = DELTA, model_samples: int = MODEL_SAMPLES, show_progress: bool = False,
@@ -551,6 +559,7 @@ def figure2(
             panels[panel] = _error_curves(ctx, prop, PROPERTIES[prop]["delta_p"], EVM_MECHANISMS, grids[panel], delta,
                                           reps, calibration, notes, panel)
             advance()
+    _note_zero_noise(panels, notes)
     return {"study": STUDY, "figure": 2, "title": "Privacy-utility tradeoffs (L2 error vs ε)",
             "settings": {"reps": reps, "seed": ctx.seed, "calibration": calibration, "delta": delta, "n": ctx.n},
             "panels": panels, "notes": sorted(notes)}
@@ -587,6 +596,7 @@ def figure3(
             panels[panel] = {"property": prop, "delta_ps": list(delta_ps), "series": series,
                              "crossover": max(below) if below else None,
                              "paper_crossover": PAPER_TEXT[f"daum_beats_dp_{prop}_up_to"]["value"]}
+    _note_zero_noise(panels, notes)
     return {"study": STUDY, "figure": 3, "title": "L2 error vs Δp (ε = 1, δ = 0.001), DP baselines for comparison",
             "settings": {"reps": reps, "seed": ctx.seed, "calibration": calibration, "epsilon": epsilon, "delta": delta,
                          "n": ctx.n, "sensitivities": ctx.sensitivities.tolist()},
@@ -673,7 +683,10 @@ def figure5(
     with progress("Figure 5", len(ctx.query.statistics), enabled=show_progress) as advance:
         for j, stat in enumerate(ctx.query.statistics):
             both = np.concatenate([emp.samples(p)[:, j] for p in pair])
-            edges = np.histogram_bin_edges(both, bins=bins)
+            if np.allclose(both, np.round(both)) and np.ptp(both) <= 4 * bins:  # counts: one bin per integer
+                edges = np.arange(both.min() - 0.5, both.max() + 1.5)
+            else:
+                edges = np.histogram_bin_edges(both, bins=bins)
             per: dict[str, Any] = {}
             for p in pair:
                 x = emp.samples(p)[:, j]
@@ -761,22 +774,28 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
 
     fig_no = result["figure"]
     path = out / f"chen_ohrimenko_figure{fig_no}.png"
+
+    def pos(values: Sequence[float]) -> NDArray[np.float64]:
+        """Zero error (no noise needed, Thm 5.4) cannot be drawn on a log axis: leave a gap."""
+        v = np.asarray(values, dtype=float)
+        return np.where(v > 0, v, np.nan)
+
     other = "l2_error_" + _other(result["settings"].get("calibration", "classic"))
     if fig_no == 2:
         fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
         for ax, (panel, data) in zip(axes, result["panels"].items(), strict=True):
             for label, s in data["series"].items():
-                (line,) = ax.plot(data["epsilons"], s["l2_error"], marker="o", ms=3, label=label)
+                (line,) = ax.plot(data["epsilons"], pos(s["l2_error"]), marker="o", ms=3, label=label)
                 if "(G)" in label:
-                    ax.plot(data["epsilons"], s[other], ls=":", color=line.get_color())
+                    ax.plot(data["epsilons"], pos(s[other]), ls=":", color=line.get_color())
             ax.set(xscale="log", yscale="log", xlabel="ε", ylabel="L2 error", title=f"({panel}) {data['property']}, Δp = {data['delta_p']}")
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
+        axes[0].legend(fontsize=8, title=f"dotted: {_other(result['settings']['calibration'])} calibration", title_fontsize=7)
     elif fig_no == 3:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
         for ax, (panel, data) in zip(axes, result["panels"].items(), strict=True):
             for label, s in data["series"].items():
-                ax.plot(data["delta_ps"], s["l2_error"], marker="o" if "DP" not in label else None, ms=3,
+                ax.plot(data["delta_ps"], pos(s["l2_error"]), marker="o" if "DP" not in label else None, ms=3,
                         ls="--" if label.startswith("DP") else "-", label=label)
             ax.set(yscale="log", xlabel="Δp", ylabel="L2 error", title=f"({panel}) {data['property']} (ε = 1, δ = 0.001)")
             ax.grid(alpha=0.3)

@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import RngLike, as_rng, check_array, check_choice, check_int, check_probability_vector
+from .._validation import (
+    RngLike,
+    as_rng,
+    check_array,
+    check_choice,
+    check_int,
+    check_probability_vector,
+)
 from ..errors import InvalidParameterError, InvalidTypeError
 
 __all__ = [

@@ -171,7 +171,7 @@ def register(app: typer.Typer) -> None:
         else:
             from .render import release_sections
 
-            print(render_markdown("distpriv release", release_sections(result)))
+            print(render_markdown("distpriv release", release_sections(result, figures=False)))
 
     @app.command("audit")
     def audit_cmd(

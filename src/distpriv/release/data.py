@@ -242,4 +242,9 @@ def _population_sampler(
     from ..property import PropertyModel
 
     pm = PropertyModel(population.frame, predicate, query, n)
-    return pm.sample_query
+
+    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        # θ = p is realised with round(p·n) protected records, the nearest share PropertyModel accepts.
+        return pm.sample_query(int(round(float(p) * n)) / n, size, rng)
+
+    return sample

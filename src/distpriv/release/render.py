@@ -127,6 +127,8 @@ def release_figures(result: ReleaseResult, curves: dict[str, list[float | None]]
                     label=label + (" (chosen)" if nm == result.chosen.name else ""))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(eps, [f"{e:g}" for e in eps])
+    ax.minorticks_off()
     ax.set_xlabel("ε")
     ax.set_ylabel("expected L2 error E||Z||₂")
     ax.set_title(f"Expected error vs ε (δ = {prep.spec.delta:g}); valid mechanisms only")
@@ -155,8 +157,10 @@ def release_figures(result: ReleaseResult, curves: dict[str, list[float | None]]
     return figs
 
 
-def release_sections(result: ReleaseResult, attack_rows: list[dict[str, Any]] | None = None) -> list[Section]:
-    """Markdown sections of the release report."""
+def release_sections(
+    result: ReleaseResult, attack_rows: list[dict[str, Any]] | None = None, *, figures: bool = True
+) -> list[Section]:
+    """Markdown sections of the release report (``figures=False``: no figure references, for stdout)."""
     prep = result.prepared
     spec = prep.spec
     out = result.to_json()
@@ -201,9 +205,9 @@ def release_sections(result: ReleaseResult, attack_rows: list[dict[str, Any]] | 
     sections = [
         Section("Release", summary),
         Section("Guarantee", guar),
-        Section("How f_θ was modelled", modelling, ["f_theta"]),
+        Section("How f_θ was modelled", modelling, ["f_theta"] if figures else []),
         Section("Assumption diagnostics", diagnostics),
-        Section("Mechanism choice", choice, ["error_vs_epsilon"]),
+        Section("Mechanism choice", choice, ["error_vs_epsilon"] if figures else []),
     ]
     if attack_rows is not None:
         sections.append(Section(
@@ -211,7 +215,7 @@ def release_sections(result: ReleaseResult, attack_rows: list[dict[str, Any]] | 
             "Accuracy of property-inference attacks distinguishing the first pair, on fresh sampled datasets "
             "(5 repetitions × 100 test datasets; see `distpriv audit` for a full audit).\n\n"
             + markdown_table(attack_rows, ["setting", "meta-classifier", "adaptive", "likelihood-ratio"]),
-            ["attack_accuracy"],
+            ["attack_accuracy"] if figures else [],
         ))
     if result.composition is not None:
         c = result.composition

@@ -1,0 +1,217 @@
+"""``distpriv release`` end to end: the real console script in a subprocess on temporary files."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+BASE = ["--protect", "income=>50K", "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"]
+
+
+def distpriv_exe() -> list[str]:
+    """The installed ``distpriv`` console script (``DISTPRIV_EXE`` overrides it)."""
+    override = os.environ.get("DISTPRIV_EXE")
+    if override:
+        return [override]
+    exe = Path(sys.executable).with_name("distpriv")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("distpriv")
+    if found is None:  # pragma: no cover - depends on the installation
+        pytest.skip("the distpriv console script is not installed")
+    return [found]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*distpriv_exe(), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([*distpriv_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table built so that the best valid mechanism is known (see test_auto_picks_known_answer).
+
+    400 rows, half with income '>50K'. x equals the protected indicator, so mean:x = round(θn)/n exactly;
+    y takes the values 0..3 equally often in both groups, so mean:y has the same law under every θ.
+    f_θ is then a point mass in x times a θ-free law in y: an exact translation along x.
+    """
+    d = tmp_path_factory.mktemp("release")
+    r = np.random.default_rng(7)
+    flag = np.repeat([1, 0], 200)
+    df = pd.DataFrame({
+        "income": np.where(flag == 1, ">50K", "<=50K"),
+        "x": flag,
+        "y": np.tile(np.arange(4), 100),
+        "age": np.round(r.normal(40, 10, 400) + 4 * flag),
+        "sex": np.where(r.random(400) < 0.35 + 0.2 * flag, "Female", "Male"),
+    })
+    df.to_csv(d / "people.csv", index=False)
+    df.sample(frac=1.0, random_state=1).to_parquet(d / "people.parquet")
+    return d
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+class _Images(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.srcs: list[str] = []
+        self.tags = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags += 1
+        if tag == "img":
+            self.srcs.append(dict(attrs).get("src") or "")
+
+
+def test_release_json_and_report_files(work: Path) -> None:
+    before = _sha(work / "people.csv")
+    out = work / "out"
+    res = run(["release", "people.csv", "--stat", "mean:age", "--stat", "count:sex=Female", *BASE,
+               "--samples", "200", "--format", "json", "--out", str(out), "--seed", "3"], work)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert {"mechanism", "guarantee", "statistics", "report"} <= set(doc)
+    assert {"epsilon", "delta", "assumptions"} <= set(doc["guarantee"])
+    assert doc["guarantee"]["epsilon"] <= 1.0 + 1e-9 and doc["guarantee"]["delta"] <= 1e-3
+    assert isinstance(doc["guarantee"]["assumptions"], list) and doc["guarantee"]["assumptions"]
+    assert [s["name"] for s in doc["statistics"]] == ["mean:age", "count:sex=Female"]
+    assert all(isinstance(s["value"], float) for s in doc["statistics"])
+    # the true values are never printed
+    df = pd.read_csv(work / "people.csv")
+    truths = [df["age"].mean(), float((df["sex"] == "Female").sum())]
+    for t in truths:
+        assert repr(float(t)) not in res.stdout
+        assert all(abs(s["value"] - t) > 1e-9 for s in doc["statistics"])
+    assert doc["report"]["modelling"]["source"] == "data"
+    assert "representative" in doc["report"]["modelling"]["note"]
+    kept = [c for c in doc["report"]["candidates"] if c["kept"]]
+    chosen = next(c for c in doc["report"]["candidates"] if c["mechanism"] == doc["mechanism"])
+    assert chosen["expected_l2_error"] == min(c["expected_l2_error"] for c in kept)
+    assert all(c["reason"] for c in doc["report"]["candidates"])
+    # report files
+    for name in ("report.md", "report.html", "release.json", "figures/f_theta.png",
+                 "figures/error_vs_epsilon.png", "figures/attack_accuracy.png"):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "release.json").read_text())["statistics"] == doc["statistics"]
+    md = (out / "report.md").read_text()
+    assert "## Mechanism choice" in md and "## Guarantee" in md and doc["mechanism_label"] in md
+    parser = _Images()
+    parser.feed((out / "report.html").read_text())
+    assert len(parser.srcs) == 3
+    for src in parser.srcs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert _sha(work / "people.csv") == before  # the data file is never modified
+
+
+def test_auto_picks_known_answer(work: Path) -> None:
+    # mean:x is a point mass at round(θn)/n, mean:y has the same law under every θ: the mean difference is
+    # (0.1, ~0) and f_θ are exact translates. DirM (L) adds Lap(b) along that direction only, b = ||Δμ||/ε ≈ 0.1,
+    # so E||Z|| ≈ 0.1; every other valid mechanism pays more: ExpM (L) noises both components, Gaussian ones
+    # need σ = Δ/D*(1, 1e-3) ≈ 2.6Δ, Wasserstein's W∞ includes y's sampling jitter, GDP is scaled by n.
+    res = run(["release", "people.parquet", "--stat", "mean:x", "--stat", "mean:y", *BASE, "--samples", "300",
+               "--format", "json"], work)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["mechanism"] == "dirm-laplace"
+    cands = {c["mechanism"]: c for c in doc["report"]["candidates"]}
+    assert doc["report"]["diagnostics"]["tests"]["translation"]["holds"]
+    assert cands["dirm-laplace"]["expected_l2_error"] == pytest.approx(0.1, rel=0.02)
+    others = [c["expected_l2_error"] for k, c in cands.items() if c["kept"] and k != "dirm-laplace"]
+    assert others and min(others) > 1.3 * cands["dirm-laplace"]["expected_l2_error"]
+    assert not cands["none"]["kept"] and not cands["dp-laplace"]["kept"]
+
+
+def test_markdown_output_and_spec_file(work: Path) -> None:
+    (work / "spec.toml").write_text(
+        'data = "people.csv"\nstats = {"Average age" = "mean:age"}\nprotect = "income=>50K"\n'
+        "around = 0.5\ngap = 0.1\nepsilon = 2.0\ndelta = 1e-4\nsamples = 100\nmechanism = \"expm-laplace\"\n"
+    )
+    res = run(["release", "--config", "spec.toml"], work)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("# distpriv release")
+    assert "Average age" in res.stdout and "ExpM (L)" in res.stdout
+
+
+def test_composition_refused_for_same_data_and_allowed_for_independent(work: Path) -> None:
+    args = ["--stat", "mean:age", *BASE, "--samples", "100", "--mechanism", "expm-laplace", "--format", "json"]
+    first = run(["release", "people.csv", *args], work)
+    assert first.returncode == 0, first.stderr
+    (work / "first.json").write_text(first.stdout)
+    again = run(["release", "people.csv", *args, "--previous", "first.json", "--out", "never"], work)
+    assert again.returncode == 2
+    assert again.stderr.count("\n") == 1 and "same data" in again.stderr and "Prop. A.5" in again.stderr
+    assert not (work / "never").exists()
+    other = run(["release", "people.parquet", *args, "--previous", "first.json", "--independent"], work)
+    assert other.returncode == 0, other.stderr
+    comp = json.loads(other.stdout)["composition"]
+    assert comp["proposition"] == "A.5" and comp["guarantee"]["epsilon"] == pytest.approx(2.0)
+
+
+BAD = {
+    "missing file": (["release", "nope.csv", "--stat", "mean:age", *BASE], "file not found"),
+    "unknown column": (["release", "people.csv", "--stat", "mean:agee", *BASE], "unknown column 'agee'"),
+    "predicate no row": (["release", "people.csv", "--stat", "mean:age", "--protect", "sex=Female & age>500",
+                          "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"], "matches no row"),
+    "predicate every row": (["release", "people.csv", "--stat", "mean:age", "--protect", "age>-1",
+                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"], "matches every row"),
+    "pair outside [0,1]": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
+                            "--pairs", "0.5,1.2", "--epsilon", "1", "--delta", "1e-3"], "outside [0, 1]"),
+    "pair not achievable": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K", "--n", "10",
+                             "--pairs", "0.41,0.44", "--epsilon", "1", "--delta", "1e-3"], "not distinguishable with n = 10"),
+    "epsilon <= 0": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
+                      "--pairs", "0.45,0.55", "--epsilon", "0", "--delta", "1e-3"], "--epsilon: must be > 0"),
+    "delta outside (0,1)": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
+                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1"], "--delta: must be in (0, 1)"),
+    "malformed spec": (["release", "--config", "bad.toml"], "malformed TOML"),
+    "unknown spec key": (["release", "--config", "badkey.toml"], "unknown key"),
+    "bad statistic": (["release", "people.csv", "--stat", "median:age", *BASE], "unknown kind 'median'"),
+    "audit epsilon": (["audit", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
+                       "--pairs", "0.45,0.55", "--epsilon", "-1", "--delta", "1e-3"], "--epsilon: must be > 0"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_runs(work: Path) -> dict[str, tuple[int, str, str, bool]]:
+    """Run every bad-input case concurrently (each writes to its own --out that must not appear)."""
+    (work / "bad.toml").write_text("epsilon = = 1\n")
+    (work / "badkey.toml").write_text('data = "people.csv"\nepsilonn = 1\n')
+    before = _sha(work / "people.csv")
+    procs = {}
+    for i, (name, (args, _)) in enumerate(BAD.items()):
+        procs[name] = (start([*args, "--out", f"bad_out_{i}"], work), work / f"bad_out_{i}")
+    out = {}
+    for name, (proc, outdir) in procs.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        out[name] = (proc.returncode, stdout, stderr, outdir.exists())
+    assert _sha(work / "people.csv") == before
+    return out
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_one_line_exit_2(bad_runs: dict[str, tuple[int, str, str, bool]], case: str) -> None:
+    code, stdout, stderr, wrote = bad_runs[case]
+    assert code == 2, (stdout, stderr)
+    assert stderr.startswith("distpriv: error: ") and stderr.count("\n") == 1, stderr
+    assert "Traceback" not in stderr
+    assert BAD[case][1] in stderr, stderr
+    assert not wrote, "nothing may be written to --out on bad input"
+    assert stdout == ""

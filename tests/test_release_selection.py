@@ -1,0 +1,183 @@
+"""Automatic mechanism choice, spec parsing and composition rules of ``distpriv.release``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import distpriv as dp
+from distpriv.errors import AssumptionError, DataUnavailableError, InvalidParameterError, UnknownLabelError
+from distpriv.guarantees import Guarantee
+from distpriv.release import (
+    ReleaseSpec,
+    build_spec,
+    compose_releases,
+    diagnose_assumptions,
+    read_previous,
+    select_mechanism,
+)
+from distpriv.release.compose import PreviousRelease
+from distpriv.release.selection import box_m_test
+
+PAIRS = [(0.45, 0.55)]
+
+
+def _gaussian_model(shift: float, n: int = 800, seed: int = 0) -> dp.EmpiricalModel:
+    r = np.random.default_rng(seed)
+    cov = np.array([[4.0, 1.0], [1.0, 2.0]])
+    return dp.EmpiricalModel({0.45: r.multivariate_normal([0, 0], cov, n),
+                              0.55: r.multivariate_normal([shift, shift / 2], cov, n)})
+
+
+def test_noiseless_release_chosen_when_thm_5_4_applies() -> None:
+    # Gaussian, equal covariances and a shift far below D_max: F may be released as is (Thm 5.4).
+    sel = select_mechanism(_gaussian_model(0.05), PAIRS, epsilon=1.0, delta=1e-3, sensitivities=[0.1, 0.1], n=100)
+    assert sel.chosen.name == "none"
+    assert sel.chosen.expected_l2_error == 0.0
+    assert all(sel.diagnostics.tests[k].holds for k in ("translation", "gaussian", "equal_covariance"))
+    assert sel.chosen.guarantee.theorem.startswith("Chen & Ohrimenko Thm 5.4")
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(sel.chosen.release(x, 0), x)
+
+
+def test_auto_minimises_expected_error_over_kept_candidates() -> None:
+    sel = select_mechanism(_gaussian_model(3.0), PAIRS, epsilon=1.0, delta=1e-3, sensitivities=[0.1, 0.1], n=100)
+    kept = [c for c in sel.candidates if c.kept]
+    assert sel.chosen.expected_l2_error == min(c.expected_l2_error for c in kept)
+    names = {c.name: c for c in sel.candidates}
+    assert not names["dp-laplace"].kept and "not the property" in names["dp-laplace"].reason
+    assert not names["none"].kept  # shift too large for Thm 5.4
+    for c in kept:  # every kept guarantee meets the target
+        assert c.guarantee.epsilon <= 1.0 + 1e-9 and c.guarantee.delta <= 1e-3 + 1e-12
+    # DauM exploits the model's own spread: cheaper than the Expected Value mechanisms here
+    assert names["daum"].expected_l2_error < names["expm-gauss"].expected_l2_error
+
+
+def test_rejected_assumptions_are_corrected_by_theorem_5_7() -> None:
+    r = np.random.default_rng(1)
+    n = 800
+    model = dp.EmpiricalModel({0.45: np.c_[r.exponential(1, n), r.normal(0, 1, n)],
+                               0.55: np.c_[r.exponential(2, n) + 1, r.normal(0, 1, n)]})
+    sel = select_mechanism(model, PAIRS, epsilon=1.0, delta=1e-3, sensitivities=[0.1, 0.1], n=100)
+    diag = sel.diagnostics
+    assert not diag.tests["translation"].holds and not diag.tests["gaussian"].holds
+    expm = next(c for c in sel.candidates if c.name == "expm-laplace")
+    assert expm.kept and expm.correction.startswith("Thm 5.7")
+    lam = expm.details["lambda"]
+    # base mechanism at ε − 2λ, extra Lap(W/λ): Theorem 5.7 restores exactly the target ε
+    assert expm.base.guarantee.epsilon == pytest.approx(1.0 - 2 * lam)
+    assert expm.extra_laplace_scale == pytest.approx(diag.translation_w / lam)
+    assert expm.guarantee.epsilon == pytest.approx(1.0)
+    assert "Thm 5.7" in expm.guarantee.theorem
+    # total noise covariance includes the extra Laplace noise 2b² on every component
+    np.testing.assert_allclose(np.diag(expm.noise_covariance),
+                               np.diag(expm.base.noise_covariance) + 2 * expm.extra_laplace_scale**2)
+    # the uncorrected Wasserstein mechanism needs no assumption and wins here
+    assert sel.chosen.name == "wasserstein"
+
+
+def test_explicit_mechanism_refused_with_reason() -> None:
+    with pytest.raises(AssumptionError, match="dp-gauss.*not the property"):
+        select_mechanism(_gaussian_model(3.0), PAIRS, epsilon=1.0, delta=1e-3, sensitivities=[0.1, 0.1], n=100,
+                         mechanism="dp-gauss")
+
+
+def test_box_m_detects_unequal_covariances() -> None:
+    r = np.random.default_rng(0)
+    a = r.normal(size=(500, 2))
+    assert box_m_test(a, r.normal(size=(500, 2))) > 0.01
+    assert box_m_test(a, 2.0 * r.normal(size=(500, 2))) < 1e-6
+
+
+def test_diagnostics_gaps_are_zero_for_exact_translates() -> None:
+    r = np.random.default_rng(3)
+    x = r.normal(size=(300, 2))
+    model = dp.EmpiricalModel({0.45: x, 0.55: x + np.array([1.0, -0.5])})
+    diag = diagnose_assumptions(model, PAIRS, epsilon=1.0, delta=1e-3)
+    assert diag.translation_w == pytest.approx(0.0, abs=1e-9)
+    assert diag.tests["translation"].p_value == 1.0
+    assert diag.tests["equal_covariance"].holds
+
+
+# --------------------------------------------------------------------------- spec
+def test_spec_from_toml_and_cli_override(tmp_path) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,x\n2,y\n")
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('data = "d.csv"\nstats = {"Average a" = "mean:a"}\nprotect = "b=x"\naround = 0.5\ngap = 0.1\n'
+                   "epsilon = 2.0\ndelta = 1e-4\n")
+    spec = build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=0.5,
+                      delta=None, mechanism=None, population=None, config=cfg)
+    assert spec.data == data.resolve() or spec.data.samefile(data)
+    assert spec.names == ("Average a",) and spec.stats == ("mean:a",)
+    assert spec.pairs == ((0.45, 0.55),)
+    assert spec.epsilon == 0.5 and spec.delta == 1e-4  # CLI wins, file fills the rest
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"epsilon": 0.0}, InvalidParameterError, "--epsilon: must be > 0"),
+        ({"delta": 1.0}, InvalidParameterError, r"--delta: must be in \(0, 1\)"),
+        ({"pairs": ((0.5, 1.2),)}, InvalidParameterError, r"outside \[0, 1\]"),
+        ({"mechanism": "magic"}, UnknownLabelError, "unknown mechanism"),
+        ({"data": "missing.csv"}, DataUnavailableError, "file not found"),
+    ],
+)
+def test_spec_validation(tmp_path, changes, error, match) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,x\n2,y\n")
+    kw = {"data": data, "stats": ("mean:a",), "protect": "b=x", "pairs": PAIRS, "epsilon": 1.0, "delta": 1e-3}
+    kw.update(changes)
+    with pytest.raises(error, match=match):
+        ReleaseSpec(**kw)
+
+
+def test_malformed_toml(tmp_path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("epsilon = = 1\n")
+    with pytest.raises(InvalidParameterError, match="malformed TOML"):
+        build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=None,
+                   delta=None, mechanism=None, population=None, config=cfg)
+    cfg.write_text("epsilonn = 1\n")
+    with pytest.raises(InvalidParameterError, match="unknown key 'epsilonn'"):
+        build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=None,
+                   delta=None, mechanism=None, population=None, config=cfg)
+
+
+# --------------------------------------------------------------------------- composition
+def _prev(tmp_path, name: str, sha: str, eps: float = 0.5, deterministic: bool = False) -> PreviousRelease:
+    doc = {"mechanism": "dirm-laplace", "guarantee": {"epsilon": eps, "delta": 0.0, "mechanism": "dirm-laplace",
+                                                      "assumptions": ["a1"]},
+           "data": {"sha256": sha}, "secret": {"protect": "b=x", "pairs": [[0.45, 0.55]], "deterministic": deterministic}}
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return read_previous(p)
+
+
+def test_compose_same_data_refused_independent_data_composed(tmp_path) -> None:
+    cur = Guarantee(1.0, 1e-3, "eigm", pairs=((0.45, 0.55),))
+    same = _prev(tmp_path, "a.json", "abc")
+    with pytest.raises(AssumptionError, match="same data.*does not compose"):
+        compose_releases([same], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
+    # Prop A.4: every θ fixes the query value
+    c = compose_releases([_prev(tmp_path, "d.json", "abc", deterministic=True)], cur, sha256="abc", protect="b=x",
+                         pairs=PAIRS, deterministic=True, independent=False)
+    assert c.proposition == "A.4" and c.guarantee.epsilon == pytest.approx(1.5)
+    other = _prev(tmp_path, "b.json", "def")
+    with pytest.raises(AssumptionError, match="--independent"):
+        compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=False)
+    c = compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
+    assert c.proposition == "A.5"
+    assert c.guarantee.epsilon == pytest.approx(1.5) and c.guarantee.delta == pytest.approx(1e-3)
+    assert any("independently" in a for a in c.guarantee.assumptions)
+    with pytest.raises(AssumptionError, match="same protected property"):
+        compose_releases([other], cur, sha256="abc", protect="b=y", pairs=PAIRS, deterministic=False, independent=True)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(InvalidParameterError, match="not the JSON output"):
+        read_previous(bad)
+    assert math.isclose(c.guarantee.delta, 1e-3)
