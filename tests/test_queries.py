@@ -110,6 +110,13 @@ def test_label_errors(df):
         Predicate("age>3").mask(df.to_numpy())  # type: ignore[arg-type]
 
 
+def test_string_dtype_and_mixed_object_columns():
+    frame = pd.DataFrame({"a": pd.array(["x", None, "y", "5"], dtype="string"), "b": ["x", None, 5, "5"]})
+    np.testing.assert_array_equal(Predicate("a=x").mask(frame), [True, False, False, False])
+    np.testing.assert_array_equal(Predicate("a!=x").mask(frame), [False, False, True, True])
+    np.testing.assert_array_equal(Predicate("b=5").mask(frame), [False, False, True, True])
+
+
 def test_boolean_column():
     frame = pd.DataFrame({"flag": [True, False, True]})
     np.testing.assert_array_equal(Predicate("flag=true").mask(frame), [True, False, True])

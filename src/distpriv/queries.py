@@ -178,9 +178,8 @@ class Condition:
             hit = codes == cats.index(self.value)
             valid = codes >= 0
         else:
-            values = series.to_numpy(dtype=object)
             valid = np.asarray(~pd.isna(series), dtype=bool)
-            hit = np.asarray([str(v) == self.value for v in values], dtype=bool) & valid
+            hit = np.asarray(series.astype(str).to_numpy(dtype=object) == self.value, dtype=bool) & valid
         return hit if self.op == "=" else (~hit & valid)
 
     def __str__(self) -> str:

@@ -85,20 +85,27 @@ class Regions:
 
 def _split(bounds: NDArray[np.float64], depth: NDArray[np.int64], points: NDArray[np.float64],
            threshold: float, max_depth: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    out_b: list[NDArray[np.float64]] = []
+    """Split every cell holding more than ``threshold`` points into quadrants, recursively."""
+    out_b: list[tuple[float, float, float, float]] = []
     out_d: list[int] = []
-    stack = [(bounds[i], int(depth[i])) for i in range(bounds.shape[0])]
-    while stack:
-        b, dpt = stack.pop(0)
-        inside = (points[:, 0] >= b[0]) & (points[:, 0] < b[2]) & (points[:, 1] >= b[1]) & (points[:, 1] < b[3])
-        if inside.sum() > threshold and dpt < max_depth:
+
+    def rec(b: tuple[float, float, float, float], dpt: int, pts: NDArray[np.float64]) -> None:
+        if pts.shape[0] > threshold and dpt < max_depth:
             xm, ym = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
-            for q in ((b[0], b[1], xm, ym), (xm, b[1], b[2], ym), (b[0], ym, xm, b[3]), (xm, ym, b[2], b[3])):
-                stack.append((np.array(q), dpt + 1))
+            left, low = pts[:, 0] < xm, pts[:, 1] < ym
+            rec((b[0], b[1], xm, ym), dpt + 1, pts[left & low])
+            rec((xm, b[1], b[2], ym), dpt + 1, pts[~left & low])
+            rec((b[0], ym, xm, b[3]), dpt + 1, pts[left & ~low])
+            rec((xm, ym, b[2], b[3]), dpt + 1, pts[~left & ~low])
         else:
             out_b.append(b)
             out_d.append(dpt)
-    return np.array(out_b), np.array(out_d, dtype=np.int64)
+
+    for i in range(bounds.shape[0]):
+        b = bounds[i]
+        inside = (points[:, 0] >= b[0]) & (points[:, 0] < b[2]) & (points[:, 1] >= b[1]) & (points[:, 1] < b[3])
+        rec(tuple(float(v) for v in b), int(depth[i]), points[inside])  # type: ignore[arg-type]
+    return np.array(out_b, dtype=float), np.array(out_d, dtype=np.int64)
 
 
 def build_regions(
@@ -144,7 +151,7 @@ def build_regions(
     lo, hi = 0.0, float(max(pts.shape[0], 1))
     best = _split(base, depth0, pts, hi, md)
     for _ in range(40):
-        mid = 0.5 * (lo + hi)
+        mid = float(np.floor(0.5 * (lo + hi)))
         b, d = _split(base, depth0, pts, mid, md)
         if abs(b.shape[0] - tgt) < abs(best[0].shape[0] - tgt):
             best = (b, d)
@@ -152,6 +159,6 @@ def build_regions(
             lo = mid
         else:
             hi = mid
-        if hi - lo < 0.5:
+        if hi - lo <= 1.0:
             break
     return Regions(*best)
