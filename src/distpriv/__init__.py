@@ -29,10 +29,25 @@ from .models import (
     pair_stats,
     pairs_from_grid,
 )
+from .property import PropertyModel
+from .queries import ADULT_QUERY, Predicate, Query, Statistic
 
 __version__ = "0.1.0"
 
+_LAZY = ("attacks", "attribute", "datasets", "divergences", "local", "relaxed")
+
+
+def __getattr__(name: str):
+    """Import the heavier sub-packages (``dp.local``, ``dp.attribute``, ...) on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'distpriv' has no attribute {name!r}")
+
+
 __all__ = [
+    "ADULT_QUERY",
     "MECHANISMS",
     "AssumptionError",
     "AssumptionWarning",
@@ -45,7 +60,11 @@ __all__ = [
     "InvalidParameterError",
     "InvalidTypeError",
     "Mechanism",
+    "Predicate",
+    "PropertyModel",
+    "Query",
     "QueryModel",
+    "Statistic",
     "UnknownLabelError",
     "calibrate",
     "calibration",
