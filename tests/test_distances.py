@@ -372,3 +372,52 @@ def test_validation_delta_order_cost():
         D.w_infinity_samples(np.zeros((3, 2)), np.zeros((3, 3)))
     # weights summing to 1 within the validator tolerance are renormalised
     assert D.w_infinity([0.0, 1.0], [0.5, 0.5 + 1e-11], [0.0, 1.0], [0.5, 0.5]) == 0.0
+
+
+def test_proposition_4_1_bound_on_closeness():
+    """Section 4.2, Prop 4.1: if ||F − E F||_1 <= c w.p. >= 1 − δ/2 then (Δ_E + 2c, δ)-close."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_t(3, size=(300, 3))
+    y = rng.standard_t(3, size=(240, 3)) + np.array([0.2, -0.1, 0.4])
+    delta = 0.1
+    c = max(
+        float(np.quantile(np.abs(s - s.mean(axis=0)).sum(axis=1), 1 - delta / 2, method="higher"))
+        for s in (x, y)
+    )
+    bound = float(np.abs(x.mean(axis=0) - y.mean(axis=0)).sum()) + 2 * c
+    radius = D.closeness_radius_samples(x, y, delta)
+    assert radius <= bound
+    assert radius < D.w_infinity_samples(x, y)
+
+
+def test_one_dimensional_closeness_band_graph_is_fast():
+    """Regression: scipy's maximum_bipartite_matching takes exponential time on the band-shaped
+    threshold graphs of 1-D data (scipy gh-26147); the max-flow oracle does not."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=400)
+    from scipy.special import ndtri
+
+    y = x.mean() + x.std(ddof=1) * ndtri((np.arange(1, 401) - 0.5) / 400)
+    r = D.closeness_radius_samples(x, y, 0.05)
+    assert 0 < r < D.w_infinity_samples(x, y)
+    cost = np.abs(np.subtract.outer(x, y))
+    u = np.full(400, 1 / 400)
+    assert r == D.closeness_radius_from_cost(cost, u, u, 0.05)
+
+
+def test_from_cost_accepts_non_metric_costs():
+    cost = np.array([[-1.0, 5.0], [2.0, -3.0]])
+    assert D.w_infinity_from_cost(cost, [0.5, 0.5], [0.5, 0.5]) == -1.0
+    assert D.w_infinity_from_cost(cost, [0.5, 0.5], [0.25, 0.75]) == 5.0
+    # δ = 0.25: (0,0) and (1,1) carry 0.25 + 0.5 = 0.75 at threshold −1
+    assert D.closeness_radius_from_cost(cost, [0.5, 0.5], [0.25, 0.75], 0.25) == -1.0
+    # δ = 0.2: x_0 can only reach y_0 (mass 0.25) below 5
+    assert D.closeness_radius_from_cost(cost, [0.5, 0.5], [0.25, 0.75], 0.2) == 5.0
+
+
+def test_general_algorithm_size_guard(monkeypatch):
+    monkeypatch.setattr(D, "MAX_PAIRS", 100)
+    with pytest.raises(InvalidParameterError, match="MAX_PAIRS"):
+        D.w_infinity_samples(np.zeros((11, 2)), np.ones((10, 2)))
+    # the 1-D quantile path needs no distance matrix
+    assert D.w_infinity_samples(np.zeros(11), np.ones(10)) == 1.0

@@ -152,7 +152,7 @@ def test_markdown_output_and_spec_file(work: Path) -> None:
 
 
 def test_composition_refused_for_same_data_and_allowed_for_independent(work: Path) -> None:
-    args = ["--stat", "mean:age", *BASE, "--samples", "100", "--mechanism", "expm-laplace", "--format", "json"]
+    args = ["--stat", "mean:age", *BASE, "--samples", "50", "--mechanism", "expm-laplace", "--format", "json"]
     first = run(["release", "people.csv", *args], work)
     assert first.returncode == 0, first.stderr
     (work / "first.json").write_text(first.stdout)
@@ -182,8 +182,6 @@ BAD = {
     "delta outside (0,1)": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
                              "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1"], "--delta: must be in (0, 1)"),
     "malformed spec": (["release", "--config", "bad.toml"], "malformed TOML"),
-    "unknown spec key": (["release", "--config", "badkey.toml"], "unknown key"),
-    "bad statistic": (["release", "people.csv", "--stat", "median:age", *BASE], "unknown kind 'median'"),
     "audit epsilon": (["audit", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
                        "--pairs", "0.45,0.55", "--epsilon", "-1", "--delta", "1e-3"], "--epsilon: must be > 0"),
 }
@@ -193,7 +191,6 @@ BAD = {
 def bad_runs(work: Path) -> dict[str, tuple[int, str, str, bool]]:
     """Run every bad-input case concurrently (each writes to its own --out that must not appear)."""
     (work / "bad.toml").write_text("epsilon = = 1\n")
-    (work / "badkey.toml").write_text('data = "people.csv"\nepsilonn = 1\n')
     before = _sha(work / "people.csv")
     procs = {}
     for i, (name, (args, _)) in enumerate(BAD.items()):

@@ -90,6 +90,7 @@ from .errors import InvalidParameterError
 
 __all__ = [
     "DEFAULT_TOL",
+    "MAX_PAIRS",
     "closeness_radius",
     "closeness_radius_from_cost",
     "closeness_radius_samples",
@@ -108,6 +109,8 @@ DEFAULT_TOL = 1e-10
 _INT32_MAX = 2**31 - 1
 _METRICS = {1: "cityblock", 2: "euclidean", math.inf: "chebyshev"}
 _METHODS = ("auto", "general", "quantile")
+#: Largest n·k for which the general algorithms build the full distance matrix (8 bytes per pair).
+MAX_PAIRS = 100_000_000
 
 FloatArray = NDArray[np.float64]
 
@@ -228,6 +231,13 @@ def cost_matrix(xs: ArrayLike, ys: ArrayLike, norm: Any = 1) -> FloatArray:
 
 
 def _cost(x: FloatArray, y: FloatArray, metric: str) -> FloatArray:
+    pairs = x.shape[0] * y.shape[0]
+    if pairs > MAX_PAIRS:
+        raise InvalidParameterError(
+            f"xs, ys: {x.shape[0]} x {y.shape[0]} support points need a {pairs:.3g}-entry distance matrix, "
+            f"more than MAX_PAIRS = {MAX_PAIRS:.0e}; subsample (one-dimensional W∞ and Wp use the "
+            "O(n log n) quantile path instead)"
+        )
     if x.shape[1] == 1:
         return np.abs(x[:, 0][:, None] - y[:, 0][None, :])
     return cdist(x, y, metric=metric)
@@ -385,8 +395,9 @@ def _quantile_pieces(
         a, b, d = ints
         dist, length = _pieces(x[ox], np.cumsum(a[ox]), y[oy], np.cumsum(b[oy]))
         return dist, length / d
-    cp = np.cumsum(p[ox])
-    cq = np.cumsum(q[oy])
+    # clip cumulative round-off above 1 (keeps the arrays non-decreasing), end exactly at 1
+    cp = np.minimum(np.cumsum(p[ox]), 1.0)
+    cq = np.minimum(np.cumsum(q[oy]), 1.0)
     cp[-1] = cq[-1] = 1.0
     dist, length = _pieces(x[ox], cp, y[oy], cq)
     return dist, np.asarray(length, dtype=float)

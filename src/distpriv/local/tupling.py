@@ -336,24 +336,48 @@ class Tupling:
         def g_low(e: float) -> float:
             return math.log(max(ev(e)[0], 1e-300)) - log_d
 
+        r_up = r_low = math.nan  # root estimates of the previous grid
         while True:
             if hi < stop_below:
                 break
-            if g_up(lo) > 0 and hi - lo > tol:
-                r = optimize.brentq(g_up, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
-                for x in (r, r + step, r + 4 * step):
-                    if lo < x < hi and ev(x)[1] <= delta:
-                        hi = x
-                        break
-            if g_low(lo) > 0 and g_low(hi) <= 0 and hi - lo > tol:
-                r = optimize.brentq(g_low, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
-                for x in (r, r - step, r - 4 * step):
-                    if lo < x < hi and ev(x)[0] > delta:
-                        lo = x
-                        break
+            done = False
+            if math.isfinite(r_up) and math.isfinite(r_low) and r_up - r_low > step:
+                # finer grid: both bound curves are near-linear on the small bracket; two
+                # evaluations give secant roots, two more certify them
+                x0, x1 = r_low, r_up
+                (l0, u0), (l1, u1) = ev(x0), ev(x1)
+                if u0 != u1 and l0 != l1:
+                    cu = x0 + (u0 - delta) * (x1 - x0) / (u0 - u1)
+                    cl = x0 + (l0 - delta) * (x1 - x0) / (l0 - l1)
+                    xu, xl = cu + step, cl - step
+                    ok_u = lo < xu < hi and ev(xu)[1] <= delta
+                    ok_l = lo < xl < hi and ev(xl)[0] > delta
+                    if ok_u:
+                        hi = xu
+                    if ok_l:
+                        lo = xl
+                    r_up, r_low = cu, cl
+                    done = ok_u and ok_l
+            if not done:
+                if g_up(lo) > 0 and hi - lo > tol:
+                    r = optimize.brentq(g_up, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
+                    r_up = r
+                    for x in (r, r + step, r + 4 * step):
+                        if lo < x < hi and ev(x)[1] <= delta:
+                            hi = x
+                            break
+                if g_low(lo) > 0 and g_low(hi) <= 0 and hi - lo > tol:
+                    r = optimize.brentq(g_low, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
+                    r_low = r
+                    for x in (r, r - step, r - 4 * step):
+                        if lo < x < hi and ev(x)[0] > delta:
+                            lo = x
+                            break
+                else:
+                    r_low = lo
             if hi - lo <= tol or n >= max_bins:
                 break
-            factor = max(2.0, 1.2 * math.sqrt((hi - lo) / (0.4 * tol)))
+            factor = max(2.0, 1.2 * math.sqrt((hi - lo) / (0.5 * tol)))
             n = int(min(max_bins, 2 ** math.ceil(math.log2(n * factor))))
         return lo, hi, n
 

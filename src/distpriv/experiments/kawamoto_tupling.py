@@ -1,0 +1,355 @@
+"""Reproduction of Kawamoto & Murakami, *Local obfuscation mechanisms for hiding
+probability distributions* (tupling paper), Section 7 and Appendix A.4.
+
+Everything is computed on the built-in synthetic check-ins
+(:func:`distpriv.datasets.checkins.synthetic_checkins`, since the Foursquare
+data cannot be downloaded here) with the paper's pipeline (Section 7.1):
+an 11 × 10 grid over a Manhattan-sized box, crowded cells split into quadrants
+until about 276 regions remain (Y), inputs X = regions in the central box,
+Euclidean distances between region centres, attribute distributions λ_t as
+empirical location histograms over X, the (ε_A, r)-RL mechanism and uniform
+dummies. ε is the *exact* least ε of (ε, 0.001)-DistP (certified to 1e-5),
+not the Theorem 3 bound, which Table 2 compares.
+
+* Fig. 2a–c: ε vs k, vs ε_A, vs r (male/female); Fig. 2d: expected loss vs ε_A.
+* Fig. 4: ε vs attack success rate (home/out) of the Bayes attacker.
+* Fig. 5: (ε, 0.001)-DistP vs expected loss for the tupling mechanism (TM),
+  randomized response (RR), planar Laplace (PL) and planar Gaussian (PG).
+* Table 2: Theorem 3 bounds vs exact ε (δ = 0.001, 0.01, 0.1) and Theorem 7
+  vs exact KL, for k = 10, ε_A = 10, r = 0.020; the paper's values (on the
+  Foursquare data) are printed beside ours as labelled reference data.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+
+from .. import local
+from .._validation import check_int
+from ..datasets.checkins import MANHATTAN_BBOX, MANHATTAN_INNER_BBOX, CheckinData, synthetic_checkins
+from ..errors import InvalidParameterError
+from ._common import check_format, dumps, markdown_table, prepare_out, progress
+
+STUDY = "kawamoto-tupling"
+
+# Table 2 of the paper (Foursquare, Manhattan, male/female; k = 10, ε_A = 10, r = 0.020)
+PAPER_TABLE2 = {
+    "source": "Kawamoto & Murakami, tupling paper, Appendix A.4, Table 2 (Foursquare Manhattan, male/female)",
+    "theoretical": {"delta=0.001": 2.170, "delta=0.01": 1.625, "delta=0.1": 1.140, "KL": 1.678},
+    "empirical": {"delta=0.001": 0.04450, "delta=0.01": 0.03534, "delta=0.1": 0.02295, "KL": 0.01141},
+}
+
+DELTA = 0.001
+DEFAULTS: dict[str, tuple[float, ...]] = {
+    "k_values": (1, 2, 3, 5, 7, 10, 15, 20),
+    "eps_a_values": (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0),
+    "radii": (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06),
+    "loss_radii": (0.01, 0.02, 0.04),
+    "asr_eps_a": (1.0, 10.0, 30.0, 100.0, 300.0, 1000.0),
+    "rr_eps": (0.5, 1.0, 2.0, 4.0, 6.0, 8.0),
+    "pl_eps": (10.0, 30.0, 60.0, 100.0, 200.0, 400.0),
+    "pg_sigma": (0.002, 0.005, 0.01, 0.02, 0.04, 0.08),
+}
+QUICK: dict[str, tuple[float, ...]] = {
+    "k_values": (1, 5, 10),
+    "eps_a_values": (10.0, 100.0),
+    "radii": (0.01, 0.02),
+    "loss_radii": (0.02,),
+    "asr_eps_a": (10.0, 100.0),
+    "rr_eps": (1.0, 4.0),
+    "pl_eps": (30.0, 100.0),
+    "pg_sigma": (0.005, 0.02),
+}
+
+
+class Setting:
+    """Regions, input set, distances and attribute distributions built from check-ins."""
+
+    def __init__(self, data: CheckinData, n_regions: int = 276) -> None:
+        pts = data.points()
+        self.data = data
+        self.regions = local.build_regions(pts, data.bbox, 11, 10, target=n_regions)
+        self.inputs = self.regions.inner(MANHATTAN_INNER_BBOX if data.bbox == MANHATTAN_BBOX else _shrink(data.bbox))
+        if self.inputs.size < 2:
+            raise InvalidParameterError("data: fewer than two regions in the central box")
+        self.cost = self.regions.distances(self.inputs, None)  # (|X|, |Y|)
+        df = data.with_user_attributes()
+        masks: dict[str, Any] = {"all": np.ones(len(df), dtype=bool)}
+        if "gender" in df:
+            masks["male"], masks["female"] = (df.gender == "male").to_numpy(), (df.gender == "female").to_numpy()
+        if "social" in df:
+            masks["social"] = (df.social == "social").to_numpy()
+            masks["less-social"] = (df.social == "less-social").to_numpy()
+        if "north" in df:
+            masks["north"], masks["south"] = (df.north == "north").to_numpy(), (df.north == "south").to_numpy()
+        masks["home"], masks["out"] = df.at_home.to_numpy(bool), ~df.at_home.to_numpy(bool)
+        self.masks = masks
+        self.lams = {t: self.regions.histogram(pts[m], self.inputs) for t, m in masks.items() if m.sum() > 0}
+        idx = self.regions.assign(pts)
+        pos = np.full(self.regions.n, -1)
+        pos[self.inputs] = np.arange(self.inputs.size)
+        self.input_index = pos[np.where(idx >= 0, idx, 0)]
+        self.input_index[idx < 0] = -1
+
+    def pair(self, attribute: str) -> tuple[str, str]:
+        pairs = {"male/female": ("male", "female"), "home/out": ("home", "out"),
+                 "social/less-social": ("social", "less-social"), "north/south": ("north", "south")}
+        if attribute not in pairs or any(t not in self.lams for t in pairs[attribute]):
+            raise InvalidParameterError(f"attribute: unknown or unavailable {attribute!r}; expected one of {list(pairs)}")
+        return pairs[attribute]
+
+    def tupling(self, eps_a: float, r: float, k: int) -> local.Tupling:
+        return local.Tupling(local.restricted_laplace(self.cost, eps_a, r), k=k)
+
+
+def _shrink(b: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    w, h = b[2] - b[0], b[3] - b[1]
+    return (b[0] + w / 22, b[1] + h / 20, b[2] - w / 22, b[3] - h / 20)
+
+
+def _sweeps(quick: bool, overrides: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+    base = dict(QUICK if quick else DEFAULTS)
+    for key, val in overrides.items():
+        if val is not None:
+            if len(val) == 0:
+                raise InvalidParameterError(f"{key}: sweep must not be empty")
+            base[key] = tuple(val)
+    return base
+
+
+def run(
+    *,
+    seed: int = 0,
+    n_users: int = 2000,
+    quick: bool = False,
+    out: str | Path | None = None,
+    data: CheckinData | None = None,
+    show_progress: bool = True,
+    **sweeps: Any,
+) -> dict[str, Any]:
+    """Compute Fig. 2a–d, Fig. 4, Fig. 5 and Table 2; returns a JSON-able dict.
+
+    ``sweeps`` may override any of :data:`DEFAULTS` (e.g. ``k_values=(1, 5)``).
+    ``out`` (a directory) additionally receives PNG figures and ``kawamoto_tupling.json``.
+    """
+    check_int(seed, "seed", minimum=0)
+    unknown = set(sweeps) - set(DEFAULTS)
+    if unknown:
+        raise InvalidParameterError(f"sweeps: unknown options {sorted(unknown)}; known are {sorted(DEFAULTS)}")
+    sw = _sweeps(quick, sweeps)
+    if data is None:
+        data = synthetic_checkins(check_int(n_users, "n_users", minimum=10), rng=seed)
+    st = Setting(data)
+    mf = st.pair("male/female")
+    l0, l1 = st.lams[mf[0]], st.lams[mf[1]]
+    pooled = st.lams["all"]
+    res: dict[str, Any] = {
+        "study": STUDY,
+        "data": {"source": data.source, "n_checkins": int(len(data.checkins)), "n_regions": st.regions.n,
+                 "n_inputs": int(st.inputs.size), **{k: v for k, v in data.meta.items() if k != "files"}},
+        "delta": DELTA,
+    }
+    total = (len(sw["k_values"]) + len(sw["eps_a_values"]) + len(sw["radii"]) + len(sw["asr_eps_a"])
+             + 2 * len(sw["eps_a_values"]) + 4)
+    with progress("kawamoto-tupling", total, enabled=show_progress) as adv:
+        rows = []
+        for k in sw["k_values"]:
+            t = st.tupling(100.0, 0.02, int(k))
+            rows.append({"k": int(k), "epsilon": t.distp_epsilon(l0, l1, DELTA)})
+            adv()
+        res["fig2a"] = {"attribute": "male/female", "eps_a": 100.0, "r": 0.02, "rows": rows}
+        rows = []
+        for ea in sw["eps_a_values"]:
+            t = st.tupling(float(ea), 0.02, 10)
+            rows.append({"eps_a": float(ea), "epsilon": t.distp_epsilon(l0, l1, DELTA)})
+            adv()
+        res["fig2b"] = {"attribute": "male/female", "k": 10, "r": 0.02, "rows": rows}
+        rows = []
+        for r in sw["radii"]:
+            t = st.tupling(100.0, float(r), 10)
+            rows.append({"r": float(r), "epsilon": t.distp_epsilon(l0, l1, DELTA)})
+            adv()
+        res["fig2c"] = {"attribute": "male/female", "k": 10, "eps_a": 100.0, "rows": rows}
+        rows = []
+        for r in sw["loss_radii"]:
+            for ea in sw["eps_a_values"]:
+                t = st.tupling(float(ea), float(r), 5)
+                rows.append({"r": float(r), "eps_a": float(ea), "expected_loss": t.expected_loss(pooled, st.cost)})
+        adv()
+        res["fig2d"] = {"k": 5, "loss_distribution": "all check-ins", "rows": rows}
+
+        # Fig. 4: ε vs ASR for home/out
+        ho = st.pair("home/out")
+        rows = []
+        home_inputs = st.input_index[st.masks["home"] & (st.input_index >= 0)]
+        gen = np.random.default_rng(seed + 1)
+        for ea in sw["asr_eps_a"]:
+            t = st.tupling(float(ea), 0.02, 10)
+            eps = t.distp_epsilon(st.lams[ho[0]], st.lams[ho[1]], DELTA)
+            att = local.BayesAttacker(t, {ho[0]: st.lams[ho[0]], ho[1]: st.lams[ho[1]]})
+            asr = att.empirical_success_rate(ho[0], home_inputs, rng=gen)
+            rows.append({"eps_a": float(ea), "epsilon": eps, "asr": asr})
+            adv()
+        res["fig4"] = {"attribute": "home/out", "k": 10, "r": 0.02, "n_users_home": int(home_inputs.size), "rows": rows}
+
+        # Fig. 5: TM vs RR, PL, PG (male/female)
+        rows = []
+        for ea in sw["eps_a_values"]:
+            t = st.tupling(float(ea), 0.02, 10)
+            rows.append({"mechanism": "TM", "parameter": float(ea), "epsilon": t.distp_epsilon(l0, l1, DELTA),
+                         "expected_loss": t.expected_loss(pooled, st.cost)})
+            adv()
+        n_y = st.regions.n
+        for e in sw["rr_eps"]:
+            a = local.randomized_response(n_y, float(e)).restrict_inputs(st.inputs)
+            rows.append(_point_row("RR", float(e), a, l0, l1, pooled, st.cost))
+        for e in sw["pl_eps"]:
+            rows.append(_point_row("PL", float(e), local.planar_laplace(st.cost, float(e)), l0, l1, pooled, st.cost))
+        for s in sw["pg_sigma"]:
+            rows.append(_point_row("PG", float(s), local.planar_gaussian(st.cost, float(s)), l0, l1, pooled, st.cost))
+        adv(len(sw["eps_a_values"]))
+        res["fig5"] = {"attribute": "male/female", "k": 10, "r": 0.02, "rows": rows}
+
+        # Table 2
+        t = st.tupling(10.0, 0.02, 10)
+        table = []
+        for d in (0.001, 0.01, 0.1):
+            th = t.theorem3(l0, l1, d)
+            table.append({"divergence": f"delta={d:g}", "theorem_bound": th.epsilon, "exact": t.distp_epsilon(l0, l1, d),
+                          "alpha": th.alpha, "beta": th.beta,
+                          "paper_theoretical": PAPER_TABLE2["theoretical"][f"delta={d:g}"],
+                          "paper_empirical": PAPER_TABLE2["empirical"][f"delta={d:g}"]})
+            adv()
+        table.append({"divergence": "KL", "theorem_bound": t.theorem7(l0, l1),
+                      "exact": t.distp_divergence(l0, l1, "kl"), "alpha": None, "beta": None,
+                      "paper_theoretical": PAPER_TABLE2["theoretical"]["KL"],
+                      "paper_empirical": PAPER_TABLE2["empirical"]["KL"]})
+        adv()
+        res["table2"] = {"k": 10, "eps_a": 10.0, "r": 0.02, "attribute": "male/female", "rows": table,
+                         "paper_reference": PAPER_TABLE2}
+    outdir = prepare_out(out)
+    if outdir is not None:
+        res["figures"] = _plot(res, outdir)
+        (outdir / "kawamoto_tupling.json").write_text(dumps(res))
+    return res
+
+
+def _point_row(name: str, param: float, a: local.Mechanism, l0: np.ndarray, l1: np.ndarray,
+               pooled: np.ndarray, cost: np.ndarray) -> dict[str, Any]:
+    return {"mechanism": name, "parameter": param, "epsilon": local.distp_epsilon(a, l0, l1, DELTA),
+            "expected_loss": a.expected_loss(pooled, cost)}
+
+
+def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    specs = (("fig2a", "k", "#dummies k"), ("fig2b", "eps_a", "ε_A of (ε_A, 0.02)-RL"), ("fig2c", "r", "radius r"))
+    for ax, (key, col, label) in zip(axes[:3], specs, strict=False):
+        rows = res[key]["rows"]
+        ax.plot([r[col] for r in rows], [r["epsilon"] for r in rows], "o-")
+        ax.set_xlabel(label)
+        ax.set_ylabel("ε of (ε, 0.001)-DistP")
+        if key == "fig2b":
+            ax.set_xscale("log")
+    for r_val in sorted({r["r"] for r in res["fig2d"]["rows"]}):
+        rows = [r for r in res["fig2d"]["rows"] if r["r"] == r_val]
+        axes[3].plot([r["eps_a"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=f"r={r_val:g}")
+    axes[3].set_xscale("log")
+    axes[3].set_xlabel("ε_A (k = 5)")
+    axes[3].set_ylabel("expected loss")
+    axes[3].legend()
+    fig.tight_layout()
+    files.append(str(outdir / "kawamoto_tupling_fig2.png"))
+    fig.savefig(files[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.6))
+    rows = res["fig4"]["rows"]
+    ax.plot([r["epsilon"] for r in rows], [r["asr"] for r in rows], "o-")
+    ax.axhline(0.5, color="grey", ls="--")
+    ax.set_xlabel("ε of (ε, 0.001)-DistP (home/out)")
+    ax.set_ylabel("attack success rate")
+    fig.tight_layout()
+    files.append(str(outdir / "kawamoto_tupling_fig4.png"))
+    fig.savefig(files[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.6))
+    for mech in ("TM", "RR", "PL", "PG"):
+        rows = sorted((r for r in res["fig5"]["rows"] if r["mechanism"] == mech), key=lambda r: r["epsilon"])
+        ax.plot([r["epsilon"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=mech)
+    ax.set_xscale("symlog", linthresh=0.01)
+    ax.set_xlabel("ε of (ε, 0.001)-DistP (male/female)")
+    ax.set_ylabel("expected loss")
+    ax.legend()
+    fig.tight_layout()
+    files.append(str(outdir / "kawamoto_tupling_fig5.png"))
+    fig.savefig(files[-1], dpi=120)
+    plt.close(fig)
+    return files
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    """Markdown report of :func:`run`'s result."""
+    parts = [f"# {STUDY} (data: {res['data']['source']}, {res['data']['n_regions']} regions, "
+             f"|X| = {res['data']['n_inputs']})\n"]
+    parts.append("## Fig. 2a: ε vs k ((100, 0.02)-RL, male/female)\n" + markdown_table(res["fig2a"]["rows"]))
+    parts.append("## Fig. 2b: ε vs ε_A (k = 10, r = 0.02)\n" + markdown_table(res["fig2b"]["rows"]))
+    parts.append("## Fig. 2c: ε vs r (k = 10, ε_A = 100)\n" + markdown_table(res["fig2c"]["rows"]))
+    parts.append("## Fig. 2d: expected loss vs ε_A (k = 5)\n" + markdown_table(res["fig2d"]["rows"]))
+    parts.append("## Fig. 4: ε vs attack success rate (home/out)\n" + markdown_table(res["fig4"]["rows"]))
+    parts.append("## Fig. 5: (ε, 0.001)-DistP vs expected loss (male/female)\n" + markdown_table(res["fig5"]["rows"]))
+    parts.append(
+        "## Table 2: Theorem 3/7 bounds vs exact values (k = 10, ε_A = 10, r = 0.02)\n"
+        + markdown_table(res["table2"]["rows"], ["divergence", "theorem_bound", "exact", "paper_theoretical",
+                                                 "paper_empirical"])
+        + f"\nPaper columns: {PAPER_TABLE2['source']} — computed on different (real) data.\n"
+    )
+    return "\n".join(parts)
+
+
+def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        vals = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise InvalidParameterError(f"{name}: expected comma-separated numbers, got {text!r}") from exc
+    if not vals or any(not math.isfinite(v) or v <= 0 for v in vals):
+        raise InvalidParameterError(f"{name}: expected positive numbers, got {text!r}")
+    return vals
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``reproduce kawamoto-tupling`` to the CLI."""
+
+    @app.command("kawamoto-tupling")
+    def kawamoto_tupling_cmd(
+        fmt: str = typer.Option("md", "--format", help="json or md"),
+        out: str | None = typer.Option(None, "--out", help="directory for PNG figures and JSON"),
+        seed: int = typer.Option(0, "--seed", help="seed of the synthetic check-ins and the attacker"),
+        users: int = typer.Option(2000, "--users", help="number of synthetic users"),
+        quick: bool = typer.Option(False, "--quick", help="small sweeps (seconds)"),
+        k_values: str | None = typer.Option(None, "--k", help="comma-separated k values for Fig. 2a"),
+        eps_a: str | None = typer.Option(None, "--eps-a", help="comma-separated ε_A values (Fig. 2b/2d/5)"),
+        radii: str | None = typer.Option(None, "--radii", help="comma-separated radii r for Fig. 2c"),
+    ) -> None:
+        """Tupling mechanism: Fig. 2, Fig. 4, Fig. 5 and Table 2 on the built-in check-ins."""
+        check_format(fmt)
+        kv = _floats(k_values, "--k")
+        if kv is not None and any(v != int(v) or v < 1 for v in kv):
+            raise InvalidParameterError(f"--k: expected integers >= 1, got {k_values!r}")
+        res = run(seed=seed, n_users=users, quick=quick, out=out,
+                  k_values=None if kv is None else tuple(int(v) for v in kv),
+                  eps_a_values=_floats(eps_a, "--eps-a"), radii=_floats(radii, "--radii"))
+        typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
