@@ -14,7 +14,6 @@ import distpriv as dp
 from distpriv import attacks
 from distpriv.errors import InvalidParameterError
 from distpriv.release import clopper_pearson_lower, epsilon_lower_bound, run_audit
-
 from test_release import BASE, run
 
 

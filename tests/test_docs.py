@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from test_release import distpriv_exe
 
 ROOT = Path(__file__).resolve().parents[1]

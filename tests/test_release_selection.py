@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 import distpriv as dp
-from distpriv.errors import AssumptionError, DataUnavailableError, InvalidParameterError, UnknownLabelError
+from distpriv.errors import (
+    AssumptionError,
+    DataUnavailableError,
+    InvalidParameterError,
+    UnknownLabelError,
+)
 from distpriv.guarantees import Guarantee
 from distpriv.release import (
     ReleaseSpec,

@@ -42,7 +42,14 @@ from ..errors import InvalidParameterError
 from .audit import AuditResult, clopper_pearson_lower, epsilon_lower_bound, run_audit
 from .compose import Composition, compose_releases, read_previous
 from .core import Prepared, ReleaseResult, prepare, release, select
-from .selection import Candidate, Diagnostics, Selection, diagnose_assumptions, evaluate_candidate, select_mechanism
+from .selection import (
+    Candidate,
+    Diagnostics,
+    Selection,
+    diagnose_assumptions,
+    evaluate_candidate,
+    select_mechanism,
+)
 from .spec import ReleaseSpec, build_spec, load_spec_file
 
 __all__ = [

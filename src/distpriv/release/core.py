@@ -20,7 +20,15 @@ from ..guarantees import Guarantee
 from ..mechanisms import LABELS
 from ..queries import Predicate, Query
 from .compose import Composition, PreviousRelease, compose_releases, read_previous
-from .data import Modelling, Table, build_query, check_against, load_table, model_f_theta, record_sensitivities
+from .data import (
+    Modelling,
+    Table,
+    build_query,
+    check_against,
+    load_table,
+    model_f_theta,
+    record_sensitivities,
+)
 from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
 

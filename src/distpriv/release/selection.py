@@ -56,8 +56,12 @@ from scipy import optimize, stats
 
 from .. import distances, relaxed
 from .._validation import RngLike, as_rng, check_array
-from ..calibration import gaussian_max_distance
-from ..errors import AssumptionError, ClassicCalibrationWarning, DistPrivError, InvalidParameterError
+from ..errors import (
+    AssumptionError,
+    ClassicCalibrationWarning,
+    DistPrivError,
+    InvalidParameterError,
+)
 from ..guarantees import Guarantee
 from ..mechanisms import LABELS, MECHANISMS, Mechanism, calibrate, check_noiseless
 from ..models import EmpiricalModel, GaussianModel

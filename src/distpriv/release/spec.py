@@ -32,7 +32,12 @@ from typing import Any
 
 from .._validation import check_delta, check_epsilon
 from ..calibration import CALIBRATIONS
-from ..errors import DataUnavailableError, InvalidParameterError, InvalidTypeError, UnknownLabelError
+from ..errors import (
+    DataUnavailableError,
+    InvalidParameterError,
+    InvalidTypeError,
+    UnknownLabelError,
+)
 from ..mechanisms import MECHANISMS
 
 if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
