@@ -39,7 +39,7 @@ def test_regions_quad_partition_balances_counts() -> None:
     counts = np.bincount(reg.assign(pts), minlength=reg.n)
     assert counts.sum() == pts.shape[0]
     assert counts.max() <= 300 and reg.n > 16
-    assert np.bincount(base.assign(pts)).max() > 1000
+    assert np.bincount(base.assign(pts)).max() > 700
     # regions tile the box
     b = reg.bounds
     assert np.sum((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])) == pytest.approx(1.0)

@@ -20,7 +20,10 @@ def small_data():
 
 
 def test_tupling_run_small(small_data, tmp_path: Path) -> None:
-    res = kawamoto_tupling.run(data=small_data, quick=True, k_values=(1, 10), out=tmp_path, show_progress=False)
+    res = kawamoto_tupling.run(
+        data=small_data, quick=True, k_values=(1, 10), eps_a_values=(10.0,), radii=(0.02,), asr_eps_a=(10.0,),
+        rr_eps=(2.0,), pl_eps=(50.0,), pg_sigma=(0.01,), out=tmp_path, show_progress=False,
+    )
     eps_k = [r["epsilon"] for r in res["fig2a"]["rows"]]
     assert eps_k[1] <= eps_k[0]  # more dummies, stronger DistP (Fig. 2a)
     for row in res["table2"]["rows"]:

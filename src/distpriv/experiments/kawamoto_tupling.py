@@ -31,7 +31,12 @@ import typer
 
 from .. import local
 from .._validation import check_int
-from ..datasets.checkins import MANHATTAN_BBOX, MANHATTAN_INNER_BBOX, CheckinData, synthetic_checkins
+from ..datasets.checkins import (
+    MANHATTAN_BBOX,
+    MANHATTAN_INNER_BBOX,
+    CheckinData,
+    synthetic_checkins,
+)
 from ..errors import InvalidParameterError
 from ._common import check_format, dumps, markdown_table, prepare_out, progress
 

@@ -460,7 +460,7 @@ class Tupling:
         return lower, upper
 
     def kl_bounds(
-        self, lam0: ArrayLike, lam1: ArrayLike, *, bins: int = 2048
+        self, lam0: ArrayLike, lam1: ArrayLike, *, bins: int = 1024
     ) -> tuple[float, float]:
         """Certified bounds of ``D_KL(Q#λ0 ‖ Q#λ1)`` (one order; module docstring)."""
         b = check_int(bins, "bins", minimum=16)
@@ -618,9 +618,20 @@ class Tupling:
         dlt = 2.0 * math.exp(-2.0 * a * a / (k * b * b)) + e
         return eps, dlt
 
-    def _beta_candidates(self, lams: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-        vals = np.unique(np.concatenate([self.lift(lam) for lam in lams]))
-        return vals[vals > 0]
+    def _beta_candidates(self, lams: list[NDArray[np.float64]]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Candidate β (the distinct positive values of A#(λ_b)) and the least η for each, max over b."""
+        lifts = [np.sort(self.lift(lam)) for lam in lams]
+        vals = np.unique(np.concatenate(lifts))
+        betas = vals[vals > 0]
+        m = self.n_outputs
+        etas = np.max([(m - np.searchsorted(a, betas, side="right")) / m for a in lifts], axis=0)
+        return betas, etas
+
+    def _given_beta(self, lams: list[NDArray[np.float64]], beta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        b = check_real(beta, "beta")
+        if not 0.0 < b <= 1.0:
+            raise InvalidParameterError(f"beta: must be in (0, 1], got {b}")
+        return np.array([b]), np.array([max(self.lambda_eta(lam, b) for lam in lams)])
 
     def theorem3(
         self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, beta: float | None = None
@@ -634,11 +645,11 @@ class Tupling:
         """
         d = check_delta(delta, "delta")
         lams = [check_distribution(lam0, self.n_inputs, "lam0"), check_distribution(lam1, self.n_inputs, "lam1")]
-        betas = self._beta_candidates(lams) if beta is None else np.array([check_real(beta, "beta")])
+        betas, etas = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
         m, k = self.n_outputs, self.k
         best = Theorem3Bound(math.inf, d, math.nan, math.nan, math.nan)
-        for b in betas:
-            eta = max(self.lambda_eta(lam, float(b)) for lam in lams)
+        for b, eta in zip(betas, etas, strict=True):
+            eta = float(eta)
             if eta >= d:
                 continue
             alpha = float(b) * math.sqrt(k * math.log(2.0 / (d - eta)) / 2.0)
@@ -666,11 +677,16 @@ class Tupling:
             e_a = check_real(epsilon_a, "epsilon_a")
         if math.isinf(e_a):
             return math.inf
-        betas = self._beta_candidates(lams) if beta is None else np.array([check_real(beta, "beta")])
+        betas, etas = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
+        if betas.size > 64:  # any β gives a valid bound; optimise over 64 quantile-spaced candidates
+            pick = np.unique(np.round(np.linspace(0, betas.size - 1, 64)).astype(int))
+            betas, etas = betas[pick], etas[pick]
         m, k = self.n_outputs, self.k
         best = math.inf
-        for b in betas:
-            eta = max(self.lambda_eta(lam, float(b)) for lam in lams)
+        for b, eta_b in zip(betas, etas, strict=True):
+            eta = float(eta_b)
+            if eta >= 1.0:
+                continue
             hi = k / m
             if hi <= 0:
                 continue

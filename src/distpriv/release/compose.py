@@ -92,12 +92,14 @@ def compose_releases(
     sha256: str,
     protect: str,
     pairs: Sequence[Sequence[float]],
-    deterministic: bool,
+    deterministic: bool | None,
     independent: bool,
-) -> Composition:
+) -> Composition | None:
     """Compose ``current`` with ``previous`` releases, or raise :class:`AssumptionError` saying why not.
 
-    ``deterministic``: F(Data) is constant given θ in the current model (Prop A.4's condition);
+    ``deterministic``: F(Data) is constant given θ in the current model (Prop A.4's condition), ``None``
+    when not known yet (then only the checks that do not need it are made and nothing is composed:
+    :func:`distpriv.release.core.prepare` calls it so before modelling f_θ, to refuse early);
     ``independent``: the user asserts every release used an independently sampled dataset (Prop A.5).
     """
     key = _pairs_key(pairs)
@@ -112,6 +114,8 @@ def compose_releases(
     names = tuple(str(p.path) for p in previous)
     if len(set(hashes)) < len(hashes):
         # the same data released more than once
+        if deterministic is None and all(p.deterministic for p in previous):
+            return None  # Prop A.4 may apply: decided once f_θ is modelled
         if deterministic and all(p.deterministic for p in previous):
             g = compose(guarantees).with_assumptions(
                 "F(Data) is constant given θ, so each θ fixes what the mechanisms see (Chen & Ohrimenko Prop. A.4)"
@@ -128,6 +132,8 @@ def compose_releases(
             "--previous: the releases use different data files; Prop. A.5 composes them only if the datasets were "
             "sampled independently: pass --independent to assert it"
         )
+    if deterministic is None:
+        return None
     g = compose(guarantees).with_assumptions(
         "the released datasets were sampled independently (asserted by the user; Chen & Ohrimenko Prop. A.5); "
         "the composed guarantee is for Ψ ⋄ Ψ (pairs of product distributions)"

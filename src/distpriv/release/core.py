@@ -120,6 +120,9 @@ def prepare(spec: ReleaseSpec) -> Prepared:
     predicate = Predicate(spec.protect)
     check_against(data, query, predicate, "the data")
     previous = [read_previous(p) for p in spec.previous]
+    if previous:  # refuse what can be refused before any modelling
+        compose_releases(previous, Guarantee(spec.epsilon, spec.delta, "pending"), sha256=data.sha256,
+                         protect=spec.protect, pairs=spec.pairs, deterministic=None, independent=spec.independent)
     rng = as_rng(spec.seed)
     modelling = model_f_theta(data, population, query, predicate, spec.pairs, n=spec.n, samples=spec.samples, rng=rng)
     frame = population.frame if population is not None else data.frame
@@ -133,8 +136,10 @@ def prepare(spec: ReleaseSpec) -> Prepared:
 def _compose(prep: Prepared, guarantee: Guarantee | None) -> Composition:
     spec = prep.spec
     g = guarantee or Guarantee(spec.epsilon, spec.delta, "pending", pairs=tuple(spec.pairs))
-    return compose_releases(prep.previous, g, sha256=prep.data.sha256, protect=spec.protect, pairs=spec.pairs,
+    comp = compose_releases(prep.previous, g, sha256=prep.data.sha256, protect=spec.protect, pairs=spec.pairs,
                             deterministic=prep.deterministic, independent=spec.independent)
+    assert comp is not None
+    return comp
 
 
 def select(prep: Prepared) -> Selection:
