@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test bench install clean docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,3 +33,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-report .pytest_cache
+
+docs: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	$(BIN)/mkdocs build

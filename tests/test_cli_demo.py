@@ -63,7 +63,9 @@ def test_demo_full_run_writes_report(tmp_path):
     for r in out["adult"]["rows"][1:]:
         assert len(r["released"]) == 5 and all(math.isfinite(v) for v in r["released"])
     assert (tmp_path / "rep" / "report.md").exists()
-    assert (tmp_path / "rep" / "attack_and_error.png").stat().st_size > 1000
+    assert (tmp_path / "rep" / "figures" / "attack_and_error.png").stat().st_size > 1000
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 2
 
 
 @pytest.mark.parametrize(

@@ -81,11 +81,19 @@ class _Images(HTMLParser):
             self.srcs.append(dict(attrs).get("src") or "")
 
 
-def test_release_json_and_report_files(work: Path) -> None:
+@pytest.fixture(scope="module")
+def first_release(work: Path) -> subprocess.CompletedProcess[str]:
+    """One full release with --out (its release.json is reused as --previous)."""
     before = _sha(work / "people.csv")
-    out = work / "out"
     res = run(["release", "people.csv", "--stat", "mean:age", "--stat", "count:sex=Female", *BASE,
-               "--samples", "200", "--format", "json", "--out", str(out), "--seed", "3"], work)
+               "--samples", "200", "--format", "json", "--out", "out", "--seed", "3"], work)
+    assert _sha(work / "people.csv") == before  # the data file is never modified
+    return res
+
+
+def test_release_json_and_report_files(work: Path, first_release: subprocess.CompletedProcess[str]) -> None:
+    res = first_release
+    out = work / "out"
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert {"mechanism", "guarantee", "statistics", "report"} <= set(doc)
@@ -119,7 +127,6 @@ def test_release_json_and_report_files(work: Path) -> None:
     for src in parser.srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
-    assert _sha(work / "people.csv") == before  # the data file is never modified
 
 
 def test_auto_picks_known_answer(work: Path) -> None:
@@ -140,30 +147,26 @@ def test_auto_picks_known_answer(work: Path) -> None:
     assert not cands["none"]["kept"] and not cands["dp-laplace"]["kept"]
 
 
-def test_markdown_output_and_spec_file(work: Path) -> None:
-    (work / "spec.toml").write_text(
-        'data = "people.csv"\nstats = {"Average age" = "mean:age"}\nprotect = "income=>50K"\n'
-        "around = 0.5\ngap = 0.1\nepsilon = 2.0\ndelta = 1e-4\nsamples = 100\nmechanism = \"expm-laplace\"\n"
-    )
-    res = run(["release", "--config", "spec.toml"], work)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("# distpriv release")
-    assert "Average age" in res.stdout and "ExpM (L)" in res.stdout
-
-
-def test_composition_refused_for_same_data_and_allowed_for_independent(work: Path) -> None:
-    args = ["--stat", "mean:age", *BASE, "--samples", "50", "--mechanism", "expm-laplace", "--format", "json"]
-    first = run(["release", "people.csv", *args], work)
-    assert first.returncode == 0, first.stderr
-    (work / "first.json").write_text(first.stdout)
-    again = run(["release", "people.csv", *args, "--previous", "first.json", "--out", "never"], work)
+def test_composition_and_spec_file(work: Path, first_release: subprocess.CompletedProcess[str]) -> None:
+    assert first_release.returncode == 0, first_release.stderr
+    # the same data again: refused with the reason, before anything is computed or written
+    again = run(["release", "people.csv", "--stat", "mean:age", *BASE, "--previous", "out/release.json",
+                 "--out", "never"], work)
     assert again.returncode == 2
     assert again.stderr.count("\n") == 1 and "same data" in again.stderr and "Prop. A.5" in again.stderr
     assert not (work / "never").exists()
-    other = run(["release", "people.parquet", *args, "--previous", "first.json", "--independent"], work)
+    # another (independently sampled) table, settings from a TOML spec, Markdown on stdout: Prop A.5 composes
+    (work / "spec.toml").write_text(
+        'data = "people.csv"\nstats = {"Average age" = "mean:age"}\nprotect = "income=>50K"\n'
+        'around = 0.5\ngap = 0.1\nepsilon = 1.0\ndelta = 1e-3\nsamples = 50\nmechanism = "expm-laplace"\n'
+    )
+    other = run(["release", "people.parquet", "--config", "spec.toml", "--previous", "out/release.json",
+                 "--independent"], work)
     assert other.returncode == 0, other.stderr
-    comp = json.loads(other.stdout)["composition"]
-    assert comp["proposition"] == "A.5" and comp["guarantee"]["epsilon"] == pytest.approx(2.0)
+    assert other.stdout.startswith("# distpriv release")
+    assert "Average age" in other.stdout and "ExpM (L)" in other.stdout
+    assert "Composition with earlier releases" in other.stdout and "Prop. A.5" in other.stdout
+    assert "total (2," in other.stdout
 
 
 BAD = {
@@ -182,8 +185,6 @@ BAD = {
     "delta outside (0,1)": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
                              "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1"], "--delta: must be in (0, 1)"),
     "malformed spec": (["release", "--config", "bad.toml"], "malformed TOML"),
-    "audit epsilon": (["audit", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
-                       "--pairs", "0.45,0.55", "--epsilon", "-1", "--delta", "1e-3"], "--epsilon: must be > 0"),
 }
 
 

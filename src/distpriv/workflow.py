@@ -136,18 +136,19 @@ def _noise_text(mech: Mechanism) -> str:
 
 
 def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
-    """Markdown report + figures (attack accuracy and expected error per mechanism; f_θ marginals)."""
+    """Markdown + self-contained HTML report (:func:`distpriv.report.write_report`) with two figures:
+    attack accuracy / expected error per mechanism, and the Gaussian fits of f_θ."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from .experiments._common import markdown_table
+    from .report import Figure, Section, write_report
 
-    out.mkdir(parents=True, exist_ok=True)
     rows = result["rows"]
     names = [r["mechanism"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig_attack, axes = plt.subplots(1, 2, figsize=(12, 4))
     x = np.arange(len(rows))
     axes[0].bar(x - 0.25, [r["attack_accuracy"] for r in rows], 0.25, label="paper attacker")
     axes[0].bar(x, [r["adaptive_accuracy"] for r in rows], 0.25, label="adaptive")
@@ -162,47 +163,45 @@ def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
     axes[1].set_yscale("log")
     axes[1].set_xticks(np.arange(len(errs)), names[1:], rotation=45, ha="right")
     axes[1].set_ylabel("expected L2 error E‖Z‖₂")
-    fig.tight_layout()
-    fig.savefig(out / "attack_and_error.png", dpi=110)
-    plt.close(fig)
+    fig_attack.tight_layout()
 
     s = result["setting"]
-    labels = list(gauss.labels)
-    fig, axes = plt.subplots(1, len(s["statistics"]), figsize=(3.2 * len(s["statistics"]), 3))
-    for k, ax in enumerate(np.atleast_1d(axes)):
-        for lab in labels:
+    fig_fit, axes2 = plt.subplots(1, len(s["statistics"]), figsize=(3.2 * len(s["statistics"]), 3))
+    for k, ax in enumerate(np.atleast_1d(axes2)):
+        for lab in gauss.labels:
             mu, sd = gauss.mean(lab)[k], np.sqrt(gauss.covariance(lab)[k, k])
             grid = np.linspace(mu - 4 * sd, mu + 4 * sd, 200)
             ax.plot(grid, np.exp(-0.5 * ((grid - mu) / sd) ** 2) / (sd * np.sqrt(2 * np.pi)), label=f"p = {lab}")
         ax.set_title(s["statistics"][k], fontsize=9)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "f_theta.png", dpi=110)
-    plt.close(fig)
+    fig_fit.tight_layout()
 
     table = markdown_table(
         [{**r, "95% CI": f"[{r['attack_ci'][0]:.3f}, {r['attack_ci'][1]:.3f}]"} for r in rows],
         ["mechanism", "noise", "expected_l2_error", "attack_accuracy", "95% CI", "adaptive_accuracy", "lr_accuracy"],
     )
-    text = f"""# distpriv demo: protecting the share of high earners in UCI Adult
-
-Setting: {s['records']} clean Adult records; datasets of n = {s['n']} records whose share with income > 50K is
-p1 = {s['p1']} or p2 = {s['p2']}; f_θ from {s['samples_per_theta']} sampled datasets per θ; ε = {s['epsilon']},
-δ = {s['delta']} ({s['calibration']} calibration); attacks over {s['reps']} repetitions of 200 shadow and 200 test datasets.
-Statistics: {', '.join(s['statistics'])}.
-
-{table}
-![attack accuracy and error](attack_and_error.png)
-
-![Gaussian fits of f_θ](f_theta.png)
-
-The paper's attacker trains on clean shadow releases; the adaptive attacker trains on releases through the
-same mechanism; the likelihood-ratio attacker uses the Gaussian model of f_θ plus the known noise covariance.
-Accuracy 0.5 is guessing.
-"""
-    path = out / "report.md"
-    path.write_text(text, encoding="utf-8")
-    return path
+    setting = (
+        f"{s['records']} clean Adult records; datasets of n = {s['n']} records whose share with income > 50K is "
+        f"p1 = {s['p1']} or p2 = {s['p2']}; f_θ from {s['samples_per_theta']} sampled datasets per θ; "
+        f"ε = {s['epsilon']}, δ = {s['delta']} ({s['calibration']} calibration); attacks over {s['reps']} "
+        f"repetitions of 200 shadow and 200 test datasets. Statistics: {', '.join(s['statistics'])}."
+    )
+    reading = (
+        "The paper's attacker trains on clean shadow releases; the adaptive attacker trains on releases through "
+        "the same mechanism; the likelihood-ratio attacker uses the Gaussian model of f_θ plus the known noise "
+        "covariance. Accuracy 0.5 is guessing."
+    )
+    paths = write_report(
+        out,
+        "distpriv demo: protecting the share of high earners in UCI Adult",
+        [Section("Setting", setting), Section("Mechanisms and attacks", table + "\n" + reading, figures=("attack_and_error",)),
+         Section("Query distributions f_θ", "Gaussian fits of the five statistics per θ.", figures=("f_theta",))],
+        [Figure("attack_and_error", fig_attack, "Attack accuracy and expected L2 error per mechanism"),
+         Figure("f_theta", fig_fit, "Gaussian fits of f_θ")],
+    )
+    plt.close(fig_attack)
+    plt.close(fig_fit)
+    return Path(paths["markdown"])
 
 
 def print_workflow(result: dict[str, Any]) -> None:

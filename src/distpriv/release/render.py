@@ -100,13 +100,13 @@ def release_figures(result: ReleaseResult, curves: dict[str, list[float | None]]
         if k >= m:
             ax.axis("off")
             continue
-        for lab in labs:
+        for i, lab in enumerate(labs):
             x = model.samples(lab)[:, k] - (pooled_mean[k] if centred else 0.0)
-            ax.hist(x, bins=30, density=True, alpha=0.45, label=f"θ = {lab}")
+            ax.hist(x, bins=30, density=True, alpha=0.45, color=f"C{i}", label=f"θ = {lab}")
             mu, sd = float(x.mean()), float(x.std(ddof=1))
             if sd > 0:
                 t = np.linspace(x.min(), x.max(), 200)
-                ax.plot(t, np.exp(-0.5 * ((t - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), lw=1.2)
+                ax.plot(t, np.exp(-0.5 * ((t - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), lw=1.2, color=f"C{i}")
         ax.set_title(names[k] + (" (centred)" if centred else ""), fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("f_θ: sampled query values per θ with Gaussian fits")

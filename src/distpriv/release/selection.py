@@ -491,7 +491,9 @@ def _corrected(
                 err = _mc_error(mech, scale, dim)
             text = (f"Thm 5.7: f_θ approximated by {what}; W = {w:.4g} (L1 W∞ estimate), λ = {lam:.4g}: base at "
                     f"ε = {eps - 2 * lam:.4g}, plus Lap({scale:.4g}) on every component")
-            g = _finalise(base_g, e2, d2, [*passed, f"sup_θ W∞(f_θ, f̂_θ) <= W = {w:.6g} (sample estimate; Chen & Ohrimenko Thm 5.7)"],
+            g = _finalise(base_g, e2, d2, [*passed, f"the shape assumptions above are made of the approximations f̂_θ = {what}, "
+                                           "not of the true f_θ",
+                                           f"sup_θ W∞(f_θ, f̂_θ) <= W = {w:.6g} (sample estimate; Chen & Ohrimenko Thm 5.7)"],
                           "Chen & Ohrimenko Thm 5.7")
             options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.7", dim, mech, scale, text,
                                      g, err, {"lambda": lam, "W": w}))
@@ -520,7 +522,9 @@ def _corrected(
                             notes.append(f"Thm 5.6: Thm 5.4 fails at base ε = {e_b:.3g}")
                     else:
                         mech = _calibrate(name, diag.pooled_model, pairs, e_b, d_b, calibration, opts)
-                        g = relaxed.apply_theorem_5_6(mech.guarantee, eta, lam).with_assumptions(*passed)
+                        g = relaxed.apply_theorem_5_6(mech.guarantee, eta, lam).with_assumptions(
+                            *passed, f"the shape assumptions above are made of the approximations f̂_θ = {what}, "
+                            "not of the true f_θ")
                         options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.6", dim, mech,
                                                  0.0, f"Thm 5.6: f_θ approximated by {what}; λ = {lam:.4g} at η = {eta:.3g}, "
                                                  f"base at (ε, δ) = ({e_b:.4g}, {d_b:.3g})", g, mech.expected_l2_error,
