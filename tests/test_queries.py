@@ -245,3 +245,12 @@ def test_adult_query_on_records():
     np.testing.assert_allclose(
         ADULT_QUERY.reduce(ADULT_QUERY.column_matrix(frame).sum(axis=0), 4), [45.0, 10.5, 2.0, 3.0, 33.25]
     )
+
+
+def test_record_sensitivities_rules():
+    """range/n for means, range for sums, 1 for counts, 1/n for proportions (Sec. 6.1 baselines)."""
+    frame = pd.DataFrame({"age": [20, 30, 70], "sex": ["Female", "Male", "Female"]})
+    q = Query(["mean:age", "sum:age", "count:sex=Female", "proportion:sex=Female"])
+    assert q.record_sensitivities(frame, 10) == pytest.approx([5.0, 50.0, 1.0, 0.1])
+    with pytest.raises(InvalidParameterError, match="n"):
+        q.record_sensitivities(frame, 0)

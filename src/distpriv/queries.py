@@ -412,6 +412,26 @@ class Query:
             raise InvalidParameterError(f"n: dataset size must be > 0, got {n}")
         return np.where(self._scaled, 1.0 / n_arr[..., None], 1.0)
 
+    def record_sensitivities(self, population: pd.DataFrame, n: int) -> NDArray[np.float64]:
+        """Per-component change of F when one record of a dataset of n records changes.
+
+        mean: range/n; sum: range; count: 1; proportion: 1/n, ranges taken over
+        ``population`` — the per-record sensitivities of the DP and group-DP
+        baselines (Chen & Ohrimenko Sec. 6.1–6.2: "range/n for means and 1 for counts").
+        """
+        df = _check_frame(population, "population")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+            raise InvalidParameterError(f"n: dataset size must be a positive integer, got {n!r}")
+        out = []
+        for stat in self.statistics:
+            if stat.kind in ("count", "proportion"):
+                out.append(1.0 if stat.kind == "count" else 1.0 / n)
+            else:
+                col = _check_column(df, stat.column, "statistic").to_numpy(dtype=float)
+                span = float(np.nanmax(col) - np.nanmin(col))
+                out.append(span / n if stat.kind == "mean" else span)
+        return np.asarray(out, dtype=float)
+
     def evaluate(self, df: pd.DataFrame) -> NDArray[np.float64]:
         """F(df) as an (m,) array, statistic by statistic with pandas."""
         df = _check_frame(df)

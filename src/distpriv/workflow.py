@@ -27,27 +27,11 @@ from .datasets import load_adult, split_adult
 from .errors import ClassicCalibrationWarning
 from .mechanisms import LABELS, Mechanism, calibrate
 from .property import PropertyModel
-from .queries import ADULT_QUERY, Query
+from .queries import ADULT_QUERY
 
 WORKFLOW_MECHANISMS = (
     "expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum", "wasserstein", "groupdp-laplace", "groupdp-gauss",
 )
-
-
-def record_sensitivities(query: Query, population: Any, n: int) -> np.ndarray:
-    """Per-component change of F when one of n records changes (the GDP baseline's input, Sec. 6.2).
-
-    mean: range/n; sum: range; count: 1; proportion: 1/n — ranges taken over the population.
-    """
-    out = []
-    for stat in query.statistics:
-        if stat.kind in ("count", "proportion"):
-            out.append(1.0 if stat.kind == "count" else 1.0 / n)
-        else:
-            col = population[stat.column].to_numpy(dtype=float)
-            rng = float(col.max() - col.min())
-            out.append(rng / n if stat.kind == "mean" else rng)
-    return np.array(out)
 
 
 def adult_workflow(
@@ -76,7 +60,7 @@ def adult_workflow(
     test_pm = PropertyModel(split.test, pred, ADULT_QUERY, n)
     emp = model_pm.empirical_model([p1, p2], size=samples_per_theta, rng=rng)
     pairs = [(p1, p2)]
-    sens = record_sensitivities(ADULT_QUERY, df, n)
+    sens = ADULT_QUERY.record_sensitivities(df, n)
     x_true = model_pm.sample_query(p1, 1, rng)[0]
 
     mechs: dict[str, Mechanism] = {}

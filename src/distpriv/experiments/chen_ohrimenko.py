@@ -236,20 +236,6 @@ def _property_model(df: Any, prop: str, query: Any, n: int) -> Any:
     return PropertyModel(df, as_predicate(PROPERTIES[prop]["predicate"]), query, n)
 
 
-def record_sensitivities(population: Any, query: Any, n: int) -> NDArray[np.float64]:
-    """Per-record sensitivities of F (Section 6.1 baselines): range/n for a mean, 1 for a count."""
-    out = []
-    for stat in query.statistics:
-        if stat.kind == "mean":
-            col = population[stat.column]
-            out.append((float(col.max()) - float(col.min())) / n)
-        elif stat.kind == "count":
-            out.append(1.0)
-        else:
-            raise InvalidParameterError(f"query: no per-record sensitivity rule for statistic kind {stat.kind!r}")
-    return np.asarray(out, dtype=float)
-
-
 _CONTEXTS: dict[tuple[int, int, int], Context] = {}
 
 
@@ -265,7 +251,7 @@ def get_context(seed: int = 0, *, n: int = N_RECORDS, model_samples: int = MODEL
 
         df = load_adult()
         split = split_adult(df, _rng(seed, "main-split"))
-        _CONTEXTS[key] = Context(seed, n, model_samples, df, split, ADULT_QUERY, record_sensitivities(df, ADULT_QUERY, n))
+        _CONTEXTS[key] = Context(seed, n, model_samples, df, split, ADULT_QUERY, ADULT_QUERY.record_sensitivities(df, n))
     return _CONTEXTS[key]
 
 

@@ -27,7 +27,6 @@ from .data import (
     check_against,
     load_table,
     model_f_theta,
-    record_sensitivities,
 )
 from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
@@ -126,7 +125,7 @@ def prepare(spec: ReleaseSpec) -> Prepared:
     rng = as_rng(spec.seed)
     modelling = model_f_theta(data, population, query, predicate, spec.pairs, n=spec.n, samples=spec.samples, rng=rng)
     frame = population.frame if population is not None else data.frame
-    sens = record_sensitivities(query, frame, modelling.n)
+    sens = query.record_sensitivities(frame, modelling.n)
     prep = Prepared(spec, data, population, query, predicate, modelling, sens, previous, rng)
     if previous:  # refuse before any noise is drawn
         _compose(prep, None)

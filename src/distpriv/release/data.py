@@ -33,7 +33,7 @@ from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError
 from ..models import EmpiricalModel
 from ..queries import Predicate, Query, Statistic
 
-__all__ = ["Table", "bootstrap_sampler", "build_query", "load_table", "record_sensitivities", "Modelling", "model_f_theta"]
+__all__ = ["Table", "bootstrap_sampler", "build_query", "load_table", "Modelling", "model_f_theta"]
 
 SUFFIXES_CSV = (".csv", ".txt", ".tsv")
 SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
@@ -130,22 +130,6 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
             )
         counts[a], counts[b] = ka, kb
     return counts
-
-
-def record_sensitivities(query: Query, frame: pd.DataFrame, n: int) -> NDArray[np.float64]:
-    """Per-component change of F when one of n records changes (group-DP baselines, Sec. 6.2).
-
-    mean: range/n; sum: range; count: 1; proportion: 1/n — ranges over ``frame``.
-    """
-    out = []
-    for stat in query.statistics:
-        if stat.kind in ("count", "proportion"):
-            out.append(1.0 if stat.kind == "count" else 1.0 / n)
-        else:
-            col = frame[stat.column].to_numpy(dtype=float)
-            rng = float(col.max() - col.min())
-            out.append(rng / n if stat.kind == "mean" else rng)
-    return np.array(out)
 
 
 def bootstrap_sampler(
