@@ -138,6 +138,9 @@ def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
     axes[0].bar(x, [r["adaptive_accuracy"] for r in rows], 0.25, label="adaptive")
     axes[0].bar(x + 0.25, [r["lr_accuracy"] for r in rows], 0.25, label="likelihood ratio")
     axes[0].axhline(0.5, color="k", lw=0.8, ls="--")
+    eps, dl = result["setting"]["epsilon"], result["setting"]["delta"]
+    ceiling = (np.exp(eps) + dl) / (1.0 + np.exp(eps))  # best balanced-test accuracy under (ε, δ)
+    axes[0].axhline(ceiling, color="r", lw=0.8, ls=":", label=f"ceiling under (ε, δ) = ({eps:g}, {dl:g})")
     axes[0].set_xticks(x, names, rotation=45, ha="right")
     axes[0].set_ylabel("attack accuracy")
     axes[0].set_ylim(0.4, 1.0)
