@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .._validation import check_choice
+from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
+from ..guarantees import Guarantee
 from ..models import QueryModel
 from . import baselines, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
@@ -114,7 +117,26 @@ def calibrate(
             f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(allowed) or 'none'}"
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
-    return builder(inp, **options)
+    mech = builder(inp, **options)
+    if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+        mech.guarantee = _audit_classic(mech.guarantee, inp.epsilon, inp.delta)
+    return mech
+
+
+def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guarantee:
+    """State what the classic rule really proves when ε >= 1 (where its theorem does not apply).
+
+    Every pair's Mahalanobis distance after calibration is at most D_max = ε/c, and the exact
+    Gaussian profile δ_D(ε) increases with D, so δ_{ε/c}(ε) is a proven δ. When it exceeds the
+    requested δ (e.g. ε = 10, δ = 0.01 gives 0.041) the claim is weakened to the proven value.
+    """
+    proven = float(gaussian_delta(max_distance(epsilon, delta, "classic", warn=False), epsilon))
+    if proven > delta:
+        note = (f"classic rule c = sqrt(2 ln(1.25/δ)) fails at ε = {epsilon:g}: the exact Gaussian profile gives "
+                f"δ = {proven:.3g} > requested {delta:g}; the claim is weakened to the proven δ")
+        return replace(guarantee, delta=proven, notes=(*guarantee.notes, note))
+    note = (f"classic rule is unproven for ε >= 1; the exact Gaussian profile confirms δ = {proven:.3g} <= {delta:g}")
+    return guarantee.with_notes(note)
 
 
 def check_noiseless(
