@@ -340,3 +340,19 @@ def test_classic_rule_at_large_epsilon_claims_only_what_is_proven(name, paper_ex
     assert exact_delta_for_pair(paper_example, mech, 1, 2, 10.0) <= mech.guarantee.delta * (1 + 1e-6)
     ok = dp.calibrate(name, paper_example, [(1, 2)], epsilon=5.0, delta=1e-3, calibration="classic")
     assert ok.guarantee.delta == 1e-3 and any("confirms" in n for n in ok.guarantee.notes)
+
+
+@pytest.mark.parametrize("k", [1, 7])
+@pytest.mark.parametrize("calibration", ["exact", "classic"])
+def test_dp_baselines_meet_claim_on_worst_neighbours(k, calibration):
+    """Changing ≤ k records moves component i by ≤ k·s_i: the worst shift c = k·s (all components at once)."""
+    model = dp.GaussianModel(means={0: np.zeros(3)}, covariances={0: np.eye(3)})
+    s = np.array([0.3, 1.0, 0.05])
+    worst = k * s
+    eps, delta = 0.8, 1e-4
+    gau = dp.calibrate("dp-gauss", model, None, epsilon=eps, delta=delta, calibration=calibration, sensitivities=s, group_size=k)
+    dist = float(np.linalg.norm(worst) / gau.noise_std[0])
+    assert profile_by_integration(dist, eps) <= delta * (1 + 1e-6)
+    lap = dp.calibrate("dp-laplace", model, None, epsilon=eps, sensitivities=s, group_size=k)
+    assert float(np.sum(np.abs(worst)) / lap.laplace_scale) == pytest.approx(eps)
+    assert gau.guarantee.framework == ("differential-privacy" if k == 1 else "group-differential-privacy")
