@@ -217,6 +217,8 @@ def sample_attack_data(
     reps:
         Repetitions (paper: 50).
 
+    Notes
+    -----
     With fixed samplers all repetitions are drawn in one vectorised call per
     (role, p); with :class:`FreshSplits` one block per repetition.
     """
@@ -598,6 +600,8 @@ def likelihood_ratio_attack(
         a defence). For Laplace noise this is the Gaussian approximation with
         the same covariance.
 
+    Notes
+    -----
     With equal covariances the accuracy is Φ(D/2) (:func:`gaussian_lr_accuracy`),
     recorded in ``details["closed_form"]`` when a known model is given.
     """
