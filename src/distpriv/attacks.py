@@ -435,6 +435,8 @@ class MetaClassifierAttack:
     C:
         Inverse regularisation strength of the default logistic regression.
 
+    Notes
+    -----
     :meth:`fit` trains one meta-classifier per repetition on the shadow values
     (clean, or released through ``defence`` for the adaptive attacker);
     :meth:`evaluate` tests them on (protected) test releases. A fitted attack
