@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import socket
+import time
 import urllib.error
 from pathlib import Path
 
@@ -220,9 +222,15 @@ def test_download_failure_is_clean(isolated, monkeypatch):
     monkeypatch.setattr(adult, "_package_dir", lambda: None)
     with pytest.raises(DataUnavailableError, match="offline"):
         load_adult(fetch=_no_fetch)
-    # the real downloader against an unroutable address gives up within the timeout
-    with pytest.raises(DataUnavailableError, match="download of http://10.255.255.1/adult.data failed"):
-        load_adult(url="http://10.255.255.1/", timeout=0.5)
+    # the real downloader against a loopback server that accepts but never answers gives up within the timeout
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        start = time.monotonic()
+        with pytest.raises(DataUnavailableError, match=f"download of {url}adult.data failed"):
+            load_adult(url=url, timeout=0.5)
+        assert time.monotonic() - start < 10.0
 
 
 def test_argument_validation(isolated):
