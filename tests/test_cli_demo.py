@@ -86,3 +86,14 @@ def test_unknown_command_exits_2():
     res = run_cli("frobnicate")
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
+
+
+def test_readme_python_example_runs(capsys):
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {})
+    assert "(1, 0.001)-distribution-privacy [eigm, exact]" in capsys.readouterr().out
