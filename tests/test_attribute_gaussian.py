@@ -275,3 +275,51 @@ def test_class_conditional_column_is_linear() -> None:
     col = ClassConditionalColumn(lambda t: (t["m1"], t["m0"]), lambda t: (1.0, 4.0), 10)
     th = {"m1": 3.0, "m0": 1.0}
     assert col.mean(th, 0.25) == pytest.approx(1.5) and col.variance(th, 0.25) == pytest.approx(3.25 / 10)
+
+
+def test_finite_apgm_unequal_variances_meets_exact_delta() -> None:
+    """Var(F | a) ≠ Var(F | b): Algorithm 1's σ² alone gives δ ≈ 0.03 > 1e-5; the claim must hold exactly."""
+    fw = dataset_attribute_privacy(["x", "y"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=("t",))
+    mom = {("t", "x", 0.0): ([0.0], [[0.05]]), ("t", "x", 1.0): ([0.3], [[2.0]])}
+    mech = apgm(fw, mom, epsilon=0.5, delta=1e-5)
+    s2 = mech.noise_variance
+    d = max(gaussian_pair_delta(0.0, 0.05 + s2, 0.3, 2.0 + s2, 0.5), gaussian_pair_delta(0.3, 2.0 + s2, 0.0, 0.05 + s2, 0.5))
+    assert d <= 1e-5 * (1 + 1e-6)
+
+
+def test_box_apgm_classic_unequal_variances_meets_exact_delta() -> None:
+    col = ClassConditionalColumn(lambda t: (t["m1"], 0.0), lambda t: (0.01, 4.0), 1)
+    fw = dataset_attribute_privacy(["g", "y"], [(("g", (0.0,)), ("g", (1.0,)))])
+    box = {"m1": Interval.closed(0.0, 0.2)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+        mech = apgm_box(fw, {"g": col}, box, epsilon=0.5, delta=1e-5, calibration="classic")
+    s2 = mech.noise_variance
+    worst = max(max(gaussian_pair_delta(m1 * a, col.variance({}, a) + s2, m1 * b, col.variance({}, b) + s2, 0.5)
+                    for a, b in ((0.0, 1.0), (1.0, 0.0)))
+                for m1 in np.linspace(0.0, 0.2, 21))
+    assert worst <= 1e-5 * (1 + 1e-6)
+
+
+def test_vector_record_model_sup_on_psd_boundary() -> None:
+    """Vector F = (mean j, mean k), k independent of (i, j): Δ and min λ(V̄) must match the 1-D closed forms,
+    whose extremum sits on the PSD boundary V_ij² = V_ii V_jj (missed by a vertex search)."""
+    fw = dataset_attribute_privacy(["i", "j", "k"], [(("i", (0.0,)), ("i", (1.0,)))])
+    for vii, vjj, vij in [(Interval.closed(0.2, 2), Interval.closed(1, 2), Interval.closed(1.5, 2)),
+                          (Interval.closed(0.5, 2), Interval.closed(1, 1.5), Interval.closed(-2, 1))]:
+        cov = {("i", "i"): vii, ("j", "j"): vjj, ("i", "j"): vij, ("k", "k"): 1.0}
+        m = GaussianRecordModel(["i", "j", "k"], {"i": 0.0, "j": 0.0, "k": 0.0}, cov, 10)
+        one = m.sensitivity("i", ["j"], fw.pairs[0]).value
+        assert m.sensitivity("i", ["j", "k"], fw.pairs[0]).value >= one * (1 - 1e-12)
+        assert m.min_conditional_variance("i", ["j", "k"]).value <= m.min_conditional_variance("i", ["j"]).value + 1e-12
+        # the released pair at the boundary point meets D_max
+        mech = m.apgm(fw, ["j", "k"], epsilon=1.0, delta=1e-3)
+        vs = max(vii.low, vij.low**2 / vjj.high) if vij.low > 0 else vii.low
+        c = min(max(abs(vij.low), abs(vij.high)), math.sqrt(vs * vjj.high))
+        c = c if abs(vij.high) >= abs(vij.low) else -c
+        pt = {("i", "i"): vs, ("j", "j"): vjj.high, ("i", "j"): c, ("k", "k"): 1.0}
+        ma, va = m.conditional_moments({"i": 0, "j": 0, "k": 0}, pt, "i", ["j", "k"], 0.0)
+        mb, _ = m.conditional_moments({"i": 0, "j": 0, "k": 0}, pt, "i", ["j", "k"], 1.0)
+        d = ma - mb
+        dist = float(np.sqrt(d @ np.linalg.solve(va + mech.noise_covariance, d)))
+        assert dist <= mech.details["d_max"] * (1 + 1e-9)

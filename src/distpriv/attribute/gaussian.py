@@ -259,6 +259,33 @@ def apgm(
         gap = max(gap, float(np.linalg.norm(va - vb, 2) / max(np.linalg.norm(va, 2), np.linalg.norm(vb, 2), 1e-300)))
     assumptions = [GAUSSIAN_COND, f"{EQUAL_VAR}; measured max relative difference {gap:.3g}",
                    SAMPLED if from_samples else MOMENTS_TRUE]
+    if gap > 1e-9 and m == 1:
+        # Unequal conditional variances: Theorem 1's shift argument does not apply; make the exact
+        # δ of every N(μ_a, V_a + σ²) vs N(μ_b, V_b + σ²) pair (both orders) <= δ.
+        pts = [(float(model.mean(a)[0]), float(model.covariance(a)[0, 0]),
+                float(model.mean(b)[0]), float(model.covariance(b)[0, 0])) for a, b in pairs]
+
+        def ok(s2: float) -> bool:
+            return max(_pair_delta_sym(ma, va + s2, mb, vb + s2, eps) for ma, va, mb, vb in pts) <= dl * (1 + 1e-9)
+
+        s0 = float(sig2[0])
+        if not ok(s0):
+            lo, hi = s0, max(s0, 1e-12) * 2.0
+            while not ok(hi):
+                lo, hi = hi, hi * 2.0
+            while hi - lo > 1e-6 * hi:
+                mid = 0.5 * (lo + hi)
+                lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+            notes.append(f"conditional variances differ across secrets (relative gap {gap:.3g}): Theorem 1's "
+                         f"equal-variance assumption fails; σ² raised from {s0:.6g} to {hi:.6g} so that the exact "
+                         "unequal-variance δ of every point pair is <= δ")
+            sig2 = np.array([hi])
+            cov = (basis * sig2) @ basis.T
+        assumptions[1] = (f"unequal conditional variances (measured max relative difference {gap:.3g}) handled by the "
+                          "exact two-Gaussian δ over every θ and point pair")
+    elif gap > 1e-9:
+        notes.append(f"conditional covariances differ across secrets (relative gap {gap:.3g}): Theorem 1's "
+                     "equal-variance argument does not cover this vector F; the guarantee rests on that assumption")
     dm = max_distance(eps, dl, cal, warn=False)
     worst_d = max(max(mahalanobis(model.mean(a) - model.mean(b), model.covariance(x) + cov) for x in (a, b))
                   for a, b in pairs)
@@ -393,23 +420,25 @@ def apgm_box(
             notes.append(f"{attr}: Δ = {s.value:.6g} is a supremum over open ranges (approached, not attained)")
     details: dict[str, Any] = {"attributes": per_attr, "d_max": dm, "sigma2_algorithm1": sigma2}
     if gap_total > 1e-9:
-        if cal == "exact":
-            top = _heteroscedastic_sigma2(framework, models, box, eps, dl, sigma2)
-            details["heteroscedastic_sigma2"] = top
-            if top > sigma2:
-                notes.append(
-                    f"Var(F | g = a, θ) depends on a (relative gap {gap_total:.3g}): Theorem 1's equal-variance assumption "
-                    f"fails; σ² raised from {sigma2:.6g} (Algorithm 1) to {top:.6g} so that the exact δ of the "
-                    "unequal-variance Gaussian pair is <= δ at the numerical supremum over Θ and Q"
-                )
-                sigma2 = top
-            assumptions.append("unequal conditional variances handled by the exact two-Gaussian δ, maximised "
-                               "numerically over Θ (vertices + local search)")
+        # Theorem 1's equal-variance shift argument does not apply, under either calibration: the
+        # (ε, δ) claimed is only met if the exact δ of the unequal-variance pair is <= δ. The paper's
+        # σ² is kept whenever it already meets that (e.g. the hospital rows), and raised otherwise.
+        top = _heteroscedastic_sigma2(framework, models, box, eps, dl, sigma2)
+        details["heteroscedastic_sigma2"] = top
+        if top > sigma2:
+            notes.append(
+                f"Var(F | g = a, θ) depends on a (relative gap {gap_total:.3g}): Theorem 1's equal-variance assumption "
+                f"fails; σ² raised from {sigma2:.6g} (Algorithm 1) to {top:.6g} so that the exact δ of the "
+                "unequal-variance Gaussian pair is <= δ at the numerical supremum over Θ and Q"
+            )
+            sigma2 = top
         else:
             notes.append(
                 f"Var(F | g = a, θ) depends on a (relative gap {gap_total:.3g}): Theorem 1's equal-variance assumption "
-                "fails; the paper's min-variance rule is kept for reproduction (see exact_delta_box())"
+                "fails; Algorithm 1's σ² kept since the exact unequal-variance δ already meets δ"
             )
+        assumptions.append("unequal conditional variances handled by the exact two-Gaussian δ, maximised "
+                           "numerically over Θ (vertices + local search)")
     else:
         assumptions.insert(1, EQUAL_VAR)
     details["sigma2"] = sigma2
@@ -653,6 +682,12 @@ class GaussianRecordModel:
             )
             return Extremum(cval / vstar, {f"V[{i},{i}]": vstar, f"V[{i},{j}]": cval, f"V[{j},{j}]": vj.high},
                             bool(attained))
+        # Vector F: the sup over the PSD part of the box usually sits on the PSD boundary, which the
+        # vertex + local search below misses (it under-estimates Δ). Use a closed-form upper bound from
+        # the 2x2 constraints V_ij² <= V_ii V_jj: ||V_Ji||²/V_ii² <= Σ_j min(c_j²/V_ii², V_jj,max/V_ii),
+        # decreasing in V_ii, hence largest at the least feasible V_ii.
+        vi, vstar, terms = self._relaxation(i, query)
+        val = math.sqrt(sum(min(c * c / (vstar * vstar), w / vstar) for c, w in terms) + (1.0 if i in query else 0.0))
         coords, build = self._block_coords(i, query)
 
         def f(x: dict[str, float]) -> float:
@@ -662,7 +697,29 @@ class GaussianRecordModel:
             vii, vji, _ = blk
             return float(np.linalg.norm(vji) / vii)
 
-        return box_extremum(f, coords, maximize=True)
+        try:
+            num = box_extremum(f, coords, maximize=True)
+        except InvalidParameterError:
+            return Extremum(val, {f"V[{i},{i}]": vstar}, False)
+        return Extremum(max(val, num.value), num.argument, num.attained and num.value >= val * (1 - 1e-9))
+
+    def _relaxation(self, i: str, query: list[str]) -> tuple[Interval, float, list[tuple[float, float]]]:
+        """(range of V_ii, least V_ii with every 2x2 (i, j) block PSD, [(sup|V_ij|, sup V_jj)] for j ∈ J∖{i})."""
+        vi = self.cov_range(i, i)
+        vstar = vi.low
+        terms: list[tuple[float, float]] = []
+        for j in query:
+            if j == i:
+                continue
+            vj, cij = self.cov_range(j, j), self.cov_range(i, j)
+            if vj.high <= 0:
+                raise InvalidParameterError(f"covariances: V[{j!r}, {j!r}] must allow a positive value")
+            cmin = 0.0 if cij.low <= 0 <= cij.high else min(abs(cij.low), abs(cij.high))
+            vstar = max(vstar, cmin * cmin / vj.high)
+            terms.append((max(abs(cij.low), abs(cij.high)), vj.high))
+        if vstar > vi.high or vstar <= 0:
+            raise InvalidParameterError(f"Θ: no PSD covariance block with V[{i!r}, {i!r}] > 0 in the box for {i!r} and {query}")
+        return vi, vstar, terms
 
     def _block_coords(self, i: str, query: list[str]) -> tuple[dict[str, Interval], Callable[[dict[str, float]], Any]]:
         cols = [i] + [j for j in query if j != i]
@@ -704,6 +761,26 @@ class GaussianRecordModel:
             if vi.high * vj.high < cmin * cmin:
                 raise InvalidParameterError(f"Θ: no PSD (V_ii, V_jj, V_ij) block in the box for ({secret!r}, {j!r})")
             return Extremum(0.0, {}, True)  # a singular block (F determined by g) lies in the box
+        # Vector F: a numerical search over the PSD part of the box over-estimates the infimum (the
+        # minimiser sits on the PSD boundary). Use two sound lower bounds on λ_min(S), S = V_JJ − V_Ji V_iJ/V_ii:
+        # (1) Gershgorin on S: S_jj >= the closed-form 1-D infimum, |S_jk| <= sup|V_jk| + sup|V_ij V_ik|/V_ii;
+        # (2) λ_min(V_JJ) − ||V_Ji||²/V_ii, Gershgorin for λ_min(V_JJ), 2x2 PSD constraints for the rest.
+        if secret in q:
+            return Extremum(0.0, {}, True)  # the Schur complement has a zero row: F determines g
+        _, vstar, terms = self._relaxation(secret, q)
+
+        def csup(x: str, y: str) -> float:
+            r = self.cov_range(x, y)
+            return max(abs(r.low), abs(r.high))
+
+        diag = [self.min_conditional_variance(secret, [j]).value * self.n for j in q]
+        wh = [self.cov_range(j, j).high for j in q]
+        b1 = min(diag[t] - sum(csup(j, k) + min(csup(secret, j) * csup(secret, k) / vstar, math.sqrt(wh[t] * wh[u]))
+                               for u, k in enumerate(q) if u != t)
+                 for t, j in enumerate(q))
+        gersh = min(self.cov_range(j, j).low - sum(csup(j, k) for u, k in enumerate(q) if u != t) for t, j in enumerate(q))
+        b2 = gersh - sum(min(c * c / vstar, w) for c, w in terms)
+        bound = max(0.0, b1, b2) / self.n
         coords, build = self._block_coords(secret, q)
 
         def f(x: dict[str, float]) -> float:
@@ -713,7 +790,11 @@ class GaussianRecordModel:
             vii, vji, vjj = blk
             return float(np.linalg.eigvalsh((vjj - np.outer(vji, vji) / vii) / self.n)[0])
 
-        return box_extremum(f, coords, maximize=False)
+        try:
+            num = box_extremum(f, coords, maximize=False)
+        except InvalidParameterError:
+            return Extremum(bound, {}, False)
+        return Extremum(min(bound, num.value), num.argument, num.attained and num.value <= bound * (1 + 1e-9) + 1e-300)
 
     def apgm(self, framework: PufferfishFramework, query: str | Sequence[str], *, epsilon: float, delta: float,
              calibration: str = "exact") -> AttributeGaussianMechanism:

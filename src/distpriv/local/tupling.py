@@ -359,7 +359,9 @@ class Tupling:
                     r_up, r_low = cu, cl
                     done = ok_u and ok_l
             if not done:
-                if g_up(lo) > 0 and hi - lo > tol:
+                # at a finer grid the FFT round-off allowance can push upper(hi) back above δ;
+                # hi stays certified by the coarser grid, so only bracket a sign change
+                if g_up(lo) > 0 and g_up(hi) <= 0 and hi - lo > tol:
                     r = optimize.brentq(g_up, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
                     r_up = r
                     for x in (r, r + step, r + 4 * step):

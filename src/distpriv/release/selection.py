@@ -55,6 +55,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from .. import distances, relaxed
+from ..calibration import gaussian_delta
 from .._validation import RngLike, as_rng, check_array
 from ..errors import (
     AssumptionError,
@@ -63,7 +64,8 @@ from ..errors import (
     InvalidParameterError,
 )
 from ..guarantees import Guarantee
-from ..mechanisms import LABELS, MECHANISMS, Mechanism, calibrate, check_noiseless
+from ..mechanisms import LABELS, MECHANISMS, Mechanism, calibrate
+from ..mechanisms import check_noiseless as _check_noiseless
 from ..models import EmpiricalModel, GaussianModel
 
 __all__ = [
@@ -264,8 +266,8 @@ def diagnose_assumptions(
     Gaps use :mod:`distpriv.relaxed`: the translation gap against the reference θ₀
     (first label), and the W∞ / η-approximate max-divergence gaps between every
     θ's samples and N(μ̂_θ, Σ̄), Σ̄ the average covariance over the θ in Ψ. Also
-    Δ_W = max over Ψ of W∞(f_θi, f_θj) for the Wasserstein mechanism (Thm 4.1).
-    Every W∞ is computed on at most ``max_samples`` samples per θ (a seeded
+    Δ_W = max over Ψ of W∞(f_θi, f_θj) for the Wasserstein mechanism (Thm 4.1), exact on all samples.
+    The gap estimates are computed on at most ``max_samples`` samples per θ (a seeded
     subsample): bottleneck matching grows quickly with the sample size.
     """
     g = as_rng(rng)
@@ -281,7 +283,9 @@ def diagnose_assumptions(
         [relaxed.translation_gap(model.samples(lab), model.samples(ref), max_samples=ms, rng=g) for lab in labs[1:]]
         or [0.0]
     )
-    ww = max(_w_inf(model.samples(a), model.samples(b), ms, g) for a, b in pairs)
+    # Δ_W is used as is by the Wasserstein mechanism (Thm 4.1 with f_θ = the empirical model): it must be the
+    # model's exact W∞, not that of subsamples (which can be smaller and would under-noise the release)
+    ww = max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in pairs)
     pooled = sum(model.covariance(lab) for lab in labs) / len(labs)
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
     gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
@@ -375,6 +379,29 @@ def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, cali
         return calibrate(name, model, pairs, epsilon=eps, delta=d, calibration=calibration, **opts)
 
 
+def check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
+    """Theorem 5.4's test, never passing where the classic rule proves nothing.
+
+    The classic c = sqrt(2 ln(1.25/δ)) is only proved for ε < 1; for ε >= 1 the ε/c test is
+    accepted only when the exact Gaussian profile δ_D(ε) of the largest Mahalanobis distance D
+    confirms δ (as :func:`distpriv.calibrate` does for the Gaussian mechanisms).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+        chk = _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
+    if calibration == "classic" and epsilon >= 1.0 and chk.ok and chk.guarantee is not None:
+        proven = float(gaussian_delta(chk.max_mahalanobis, epsilon))
+        if proven > delta:
+            return replace(chk, ok=False, guarantee=None)
+        note = f"classic rule is unproven for ε >= 1; the exact Gaussian profile confirms δ = {proven:.3g} <= {delta:g}"
+        return replace(chk, guarantee=chk.guarantee.with_notes(note))
+    return chk
+
+
+def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
+    return guarantee.epsilon <= epsilon * (1 + 1e-9) and guarantee.delta <= delta * (1 + 1e-9)
+
+
 def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
     if extra == 0.0:
         return 0.0 if base is None else base.expected_l2_error
@@ -405,6 +432,8 @@ def _theorem_5_7(
         try:
             m = _calibrate(name, model, pairs, eps - 2 * lam, math.exp(-lam) * delta, calibration, opts)
         except DistPrivError:
+            return math.inf
+        if not _meets(m.guarantee, eps - 2 * lam, math.exp(-lam) * delta):
             return math.inf
         return m.expected_squared_error + 2.0 * dim * (w / lam) ** 2
 
@@ -449,12 +478,18 @@ def evaluate_candidate(
             if name == "none":
                 chk = check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
                 if not chk.ok or chk.guarantee is None:
-                    return Candidate(name, label, False, f"Thm 5.4 fails: max Mahalanobis distance {chk.max_mahalanobis:.3g} "
-                                     f"> D_max = {chk.d_max:.3g}", dim)
+                    why = (f"max Mahalanobis distance {chk.max_mahalanobis:.3g} > D_max = {chk.d_max:.3g}"
+                           if chk.max_mahalanobis > chk.d_max else
+                           f"the classic rule is unproven at ε = {epsilon:g} and the exact Gaussian profile gives "
+                           f"δ = {float(gaussian_delta(chk.max_mahalanobis, epsilon)):.3g} > {delta:g}")
+                    return Candidate(name, label, False, f"Thm 5.4 fails: {why}", dim)
                 g = _finalise(chk.guarantee, epsilon, delta, passed, None)
                 return Candidate(name, label, True, "assumptions not rejected; release without noise is private (Thm 5.4)",
                                  dim, None, 0.0, None, g, 0.0, {"max_mahalanobis": chk.max_mahalanobis, "d_max": chk.d_max})
             mech = _calibrate(name, model, pairs, epsilon, delta, calibration, opts)
+            if not _meets(mech.guarantee, epsilon, delta):  # e.g. the classic rule weakened to its proven δ
+                return Candidate(name, label, False, f"proven guarantee (ε, δ) = ({mech.guarantee.epsilon:.4g}, "
+                                 f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim)
             g = _finalise(mech.guarantee, mech.guarantee.epsilon, mech.guarantee.delta, passed, None)
             reason = "no shape assumption on f_θ" if not needs else (
                 "values assumed within the observed ranges" if needs == ("bounded",) else "assumptions not rejected")
