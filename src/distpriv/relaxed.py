@@ -468,10 +468,11 @@ def diagnose(
     Per pair (θ_i, θ_j) ∈ Ψ: ``translation_gap`` (:func:`translation_gap`, also
     relative to ||μ_i − μ_j||_1, and its (W, δ)-closeness version at
     ``closeness_delta``) and ``covariance_gap``
-    (:func:`equal_covariance_gap`). Per θ: ``gaussian_w_infinity_gap`` and the
-    (W, δ)-closeness version at ``closeness_delta`` (default δ)
-    (:func:`gaussian_w_infinity_gap`), and ``max_divergence_gap`` at ``eta``
-    (default δ/10) (:func:`approx_max_divergence_gap`).
+    (:func:`equal_covariance_gap`). Per θ, against N(μ̂_θ, Σ̄) with Σ̄ the average
+    covariance over the θ in Ψ (the equal-covariance Gaussians Section 5.3 assumes):
+    ``gaussian_w_infinity_gap`` and the (W, δ)-closeness version at
+    ``closeness_delta`` (default δ) (:func:`gaussian_w_infinity_gap`), and
+    ``max_divergence_gap`` at ``eta`` (default δ/10) (:func:`approx_max_divergence_gap`).
 
     Corrections for a mechanism calibrated at (ε, δ):
 
@@ -518,18 +519,23 @@ def diagnose(
         )
 
     labels = list(dict.fromkeys(lab for pr in ps for lab in pr))
+    # The Section 5.3 mechanisms need Gaussians with *equal* covariances within each pair, so the
+    # approximations Theorems 5.6/5.7 compare with are N(μ̂_θ, Σ̄), Σ̄ the average covariance over the θ in Ψ
+    # (per-θ fits N(μ̂_θ, Σ̂_θ) with different Σ̂_θ satisfy no Section 5.3 theorem).
+    pooled = sum(model.covariance(lab) for lab in labels) / len(labels)
     theta_rows: dict[Hashable, dict[str, float]] = {}
     for lab in labels:
         x = model.samples(lab)
+        mu = model.mean(lab)
         theta_rows[lab] = {
             "n_samples": int(x.shape[0]),
             "gaussian_w_infinity_gap": gaussian_w_infinity_gap(
-                x, max_samples=max_samples, rng=seed
+                x, mu, pooled, max_samples=max_samples, rng=seed
             ),
             "gaussian_closeness_gap": gaussian_w_infinity_gap(
-                x, delta=cd, max_samples=max_samples, rng=seed
+                x, mu, pooled, delta=cd, max_samples=max_samples, rng=seed
             ),
-            "max_divergence_gap": approx_max_divergence_gap(x, None, None, e, bins),
+            "max_divergence_gap": approx_max_divergence_gap(x, mu, pooled, e, bins),
         }
 
     max_tg = max(r["translation_gap"] for r in pair_rows)

@@ -55,8 +55,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from .. import distances, relaxed
-from ..calibration import gaussian_delta
 from .._validation import RngLike, as_rng, check_array
+from ..calibration import gaussian_delta
 from ..errors import (
     AssumptionError,
     ClassicCalibrationWarning,
@@ -296,15 +296,6 @@ def diagnose_assumptions(
     except DistPrivError:  # singular pooled covariance: no density comparison possible
         lam = math.inf
     return Diagnostics(tests, float(tw), float(ww), float(gw), float(lam), eta, gauss, ref, alpha)
-
-
-def _w_inf(x: NDArray[np.float64], y: NDArray[np.float64], max_samples: int, g: np.random.Generator) -> float:
-    """W∞ (L1) between the empirical distributions of (seeded subsamples of) x and y."""
-    if x.shape[0] > max_samples:
-        x = x[g.choice(x.shape[0], size=max_samples, replace=False)]
-    if y.shape[0] > max_samples:
-        y = y[g.choice(y.shape[0], size=max_samples, replace=False)]
-    return float(distances.w_infinity_samples(x, y, norm=1))
 
 
 # --------------------------------------------------------------------------- candidates
