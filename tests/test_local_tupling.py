@@ -166,3 +166,29 @@ def test_bad_inputs() -> None:
         t.distp_epsilon([1, 0], [0, 1], 0.1)
     with pytest.raises(InvalidParameterError, match="max_outcomes"):
         local.Tupling(local.randomized_response(50, 1.0), k=10).output_distribution(np.eye(50)[0])
+
+
+def test_epsilon_bounds_when_finer_grid_loosens_upper_bound() -> None:
+    # regression: the FFT round-off allowance grows with the grid, so upper(hi) at a finer
+    # grid can exceed δ although hi was certified on a coarser grid; Brent then got no
+    # sign change and raised ValueError instead of returning the certified bracket
+    a0 = np.array([0.94920504, 0.05079496, 0.0])
+    a1 = np.array([0.98943567, 0.01056433, 0.0])
+    nu = np.array([0.77715416, 0.0726052, 0.15024064])
+    t = local.Tupling(local.Mechanism(np.array([a0, a1])), k=7, dummy=nu / nu.sum())
+    l0, l1 = [1.0, 0.0], [0.0, 1.0]
+    brute = dv.symmetric_approx_max_divergence(t.output_distribution(l0), t.output_distribution(l1), 1e-6)
+    res = t.epsilon_bounds(l0, l1, 1e-6, tol=1e-7)
+    assert res.lower - 1e-12 <= brute <= res.upper + 1e-12
+    assert res.upper - res.lower < 1e-4
+
+
+def test_monte_carlo_epsilon_infinite_when_unseen_tuples_exceed_delta() -> None:
+    # λ1 never yields output 0, so tuples made only of 0s (mass 0.5/9 under λ0) have
+    # infinite privacy loss: for δ below that mass ε is infinite (exact method agrees)
+    t = local.Tupling(np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]]), k=2)
+    l0, l1 = [0.5, 0.5], [0.0, 1.0]
+    assert math.isinf(t.distp_epsilon(l0, l1, 0.01))
+    assert math.isinf(t.monte_carlo_epsilon(l0, l1, 0.01, n_samples=20_000, rng=0))
+    exact = t.distp_epsilon(l0, l1, 0.1)
+    assert t.monte_carlo_epsilon(l0, l1, 0.1, n_samples=20_000, rng=0) == pytest.approx(exact, rel=0.05)

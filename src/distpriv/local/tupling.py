@@ -557,9 +557,12 @@ class Tupling:
 
             if prof(0.0) <= 0:
                 continue
-            top = float(loss.max())
-            if not math.isfinite(top):
-                top = 1e3
+            # tuples the other distribution never outputs (loss = +inf) count fully at every ε
+            if float(np.mean(np.isposinf(loss))) > d:
+                eps_best = math.inf
+                continue
+            finite = loss[np.isfinite(loss)]
+            top = float(finite.max()) if finite.size else 0.0
             eps_best = max(eps_best, optimize.brentq(prof, 0.0, max(top, 1e-12), xtol=1e-10))
         return eps_best
 
