@@ -219,3 +219,16 @@ def test_wasserstein_candidate_uses_the_exact_w_infinity_of_the_model() -> None:
     assert diag.wasserstein_w == pytest.approx(exact, rel=1e-9)
     sel = select_mechanism(model, PAIRS, epsilon=1.0, delta=1e-3, mechanism="wasserstein", rng=2)
     assert sel.chosen.base.laplace_scale * 1.0 >= exact * (1 - 1e-9)
+
+
+def test_divergence_gap_needs_a_fine_enough_histogram():
+    """Theorem 5.6's λ is estimated only with >= MIN_BINS cells per axis (coarser grids under-estimate D^η∞)."""
+    from distpriv.release import selection
+
+    rng = np.random.default_rng(4)
+    for dim, finite in ((1, True), (5, False)):
+        x0 = rng.normal(size=(1000, dim))
+        model = dp.EmpiricalModel(samples={0.4: x0, 0.5: rng.normal(size=(1000, dim)) + 0.1})
+        diag = selection.diagnose_assumptions(model, [(0.4, 0.5)], epsilon=1.0, delta=1e-3)
+        assert math.isfinite(diag.divergence_lambda) is finite
+    assert selection.histogram_bins(1000, 5) < selection.MIN_BINS <= selection.histogram_bins(1000, 1)

@@ -120,6 +120,15 @@ class TestResult:
         return {"test": self.name, "p_value": self.p_value, "holds": self.holds, "detail": self.detail}
 
 
+#: Fewest histogram cells per axis for which the Theorem 5.6 divergence gap is estimated.
+MIN_BINS = 3
+
+
+def histogram_bins(n_samples: int, dim: int) -> int:
+    """Cells per axis used by :func:`distpriv.relaxed.approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋)."""
+    return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
+
+
 @dataclass
 class Diagnostics:
     """Assumption tests and the gaps Theorems 5.6/5.7 pay for."""
@@ -258,7 +267,7 @@ def diagnose_assumptions(
     epsilon: float,
     delta: float,
     alpha: float = ALPHA,
-    max_samples: int = 500,
+    max_samples: int = 2000,
     rng: RngLike = 0,
 ) -> Diagnostics:
     """Run the three assumption tests and estimate the Theorem 5.6/5.7 gaps (Chen & Ohrimenko Sec. 5.4).
@@ -267,8 +276,12 @@ def diagnose_assumptions(
     (first label), and the W∞ / η-approximate max-divergence gaps between every
     θ's samples and N(μ̂_θ, Σ̄), Σ̄ the average covariance over the θ in Ψ. Also
     Δ_W = max over Ψ of W∞(f_θi, f_θj) for the Wasserstein mechanism (Thm 4.1), exact on all samples.
-    The gap estimates are computed on at most ``max_samples`` samples per θ (a seeded
-    subsample): bottleneck matching grows quickly with the sample size.
+    The gap estimates are computed on at most ``max_samples`` samples per θ (all of them
+    at the default 1,000 samples; a seeded subsample beyond, since bottleneck matching
+    grows quickly with the sample size). The divergence gap λ is only estimated when the
+    whitened histogram has at least :data:`MIN_BINS` cells per axis: a coarser grid can
+    only lower D^η∞ (it merges cells), so λ would be optimistic and Theorem 5.6 would
+    under-correct; λ is then ``inf`` and Theorem 5.6 is not used.
     """
     g = as_rng(rng)
     ms = max_samples
@@ -291,10 +304,14 @@ def diagnose_assumptions(
     gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
              for lab in labs)
     eta = delta / (2.0 * (1.0 + math.exp(epsilon)))
-    try:
-        lam = max(relaxed.approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta) for lab in labs)
-    except DistPrivError:  # singular pooled covariance: no density comparison possible
+    n_min = min(model.samples(lab).shape[0] for lab in labs)
+    if histogram_bins(n_min, model.dim) < MIN_BINS:
         lam = math.inf
+    else:
+        try:
+            lam = max(relaxed.approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta) for lab in labs)
+        except DistPrivError:  # singular pooled covariance: no density comparison possible
+            lam = math.inf
     return Diagnostics(tests, float(tw), float(ww), float(gw), float(lam), eta, gauss, ref, alpha)
 
 
@@ -560,7 +577,11 @@ def _corrected(
             else:
                 notes.append(f"Thm 5.6 not applicable: δ budget exhausted by η = {eta:.3g}")
         else:
-            notes.append(f"Thm 5.6 not applicable: divergence gap λ = {lam:.3g} leaves no ε for the base mechanism")
+            if math.isfinite(lam):
+                notes.append(f"Thm 5.6 not applicable: divergence gap λ = {lam:.3g} leaves no ε for the base mechanism")
+            else:
+                notes.append(f"Thm 5.6 not applicable: D^η∞ gap not estimable (fewer than {MIN_BINS} histogram cells per "
+                             "axis with these samples; use more --samples or fewer statistics)")
     valid = [c for c in options if c.guarantee is not None and c.guarantee.epsilon <= eps * (1 + 1e-9)
              and c.guarantee.delta <= delta * (1 + 1e-9)]
     if not valid:
