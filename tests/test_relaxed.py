@@ -253,8 +253,8 @@ def test_diagnose_gaussian_gaps_are_to_equal_covariance_approximations():
     # they are not approximations any Section 5.3 mechanism accepts (equal covariances within a pair).
     # Theorems 5.6/5.7 must pay for the distance to N(μ̂_θ, Σ̄) instead.
     rng = np.random.default_rng(0)
-    model = dp.EmpiricalModel({0.45: rng.normal(0.0, 1.0, size=(2000, 1)),
-                               0.55: rng.normal(0.5, 3.0, size=(2000, 1))})
+    model = dp.EmpiricalModel({0.45: rng.normal(0.0, 1.0, size=(800, 1)),
+                               0.55: rng.normal(0.5, 3.0, size=(800, 1))})
     d = R.diagnose(model, [(0.45, 0.55)], epsilon=1.0, delta=1e-3, eta=0.02)
     per_theta_fit = R.approx_max_divergence_gap(model.samples(0.45), None, None, 0.02)
     assert per_theta_fit < 0.5
