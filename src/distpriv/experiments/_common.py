@@ -89,6 +89,20 @@ def progress(description: str, total: int | None, *, enabled: bool = True) -> It
         yield lambda n=1: prog.advance(task, n)
 
 
+def parse_positive_list(text: str | None, name: str, kind: type = float) -> tuple[Any, ...] | None:
+    """Parse a CLI list like ``"1,5,10"`` into positive finite numbers of type ``kind`` (``None`` stays ``None``)."""
+    if text is None:
+        return None
+    what = "integers" if kind is int else "numbers"
+    try:
+        vals = tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise InvalidParameterError(f"{name}: expected comma-separated {what}, got {text!r}") from exc
+    if not vals or any(not math.isfinite(v) or v <= 0 for v in vals):
+        raise InvalidParameterError(f"{name}: expected positive {what}, got {text!r}")
+    return vals
+
+
 def prepare_out(out: str | Path | None) -> Path | None:
     """Create ``--out`` directory if given and return it as a Path."""
     if out is None:

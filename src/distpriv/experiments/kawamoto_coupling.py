@@ -30,7 +30,7 @@ from .. import local
 from .._validation import check_int
 from ..datasets.checkins import CheckinData, synthetic_checkins
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, prepare_out, progress
+from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
 from .kawamoto_tupling import Setting
 
 STUDY = "kawamoto-coupling"
@@ -190,18 +190,6 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ints(text: str | None) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    try:
-        vals = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise InvalidParameterError(f"--sizes: expected comma-separated integers, got {text!r}") from exc
-    if not vals or min(vals) < 1:
-        raise InvalidParameterError(f"--sizes: expected positive integers, got {text!r}")
-    return vals
-
-
 def register(app: typer.Typer) -> None:
     """Add ``reproduce kawamoto-coupling`` to the CLI."""
 
@@ -217,5 +205,5 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Coupling mechanism: the Fig. 2 example and privacy vs accuracy of λ̂."""
         check_format(fmt)
-        res = run(seed=seed, n_users=users, sizes=_ints(sizes), quick=quick, repeats=repeats, out=out)
+        res = run(seed=seed, n_users=users, sizes=parse_positive_list(sizes, "--sizes", int), quick=quick, repeats=repeats, out=out)
         typer.echo(dumps(res) if fmt == "json" else to_markdown(res))

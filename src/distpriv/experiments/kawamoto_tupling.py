@@ -22,7 +22,6 @@ not the Theorem 3 bound, which Table 2 compares.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from ..datasets.checkins import (
     synthetic_checkins,
 )
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, prepare_out, progress
+from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
 
 STUDY = "kawamoto-tupling"
 
@@ -323,18 +322,6 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    try:
-        vals = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise InvalidParameterError(f"{name}: expected comma-separated numbers, got {text!r}") from exc
-    if not vals or any(not math.isfinite(v) or v <= 0 for v in vals):
-        raise InvalidParameterError(f"{name}: expected positive numbers, got {text!r}")
-    return vals
-
-
 def register(app: typer.Typer) -> None:
     """Add ``reproduce kawamoto-tupling`` to the CLI."""
 
@@ -351,10 +338,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Tupling mechanism: Fig. 2, Fig. 4, Fig. 5 and Table 2 on the built-in check-ins."""
         check_format(fmt)
-        kv = _floats(k_values, "--k")
+        kv = parse_positive_list(k_values, "--k")
         if kv is not None and any(v != int(v) or v < 1 for v in kv):
             raise InvalidParameterError(f"--k: expected integers >= 1, got {k_values!r}")
         res = run(seed=seed, n_users=users, quick=quick, out=out,
                   k_values=None if kv is None else tuple(int(v) for v in kv),
-                  eps_a_values=_floats(eps_a, "--eps-a"), radii=_floats(radii, "--radii"))
+                  eps_a_values=parse_positive_list(eps_a, "--eps-a"), radii=parse_positive_list(radii, "--radii"))
         typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
