@@ -67,6 +67,11 @@ def test_apply_theorem_5_6_to_guarantee():
     assert any("λ = 0.1" in a for a in g2.assumptions)
     with pytest.raises(InvalidTypeError, match="guarantee"):
         R.apply_theorem_5_6((1.0, 1e-5), 1e-6, 0.1)
+    # a δ′ above 1 says nothing and is stated as δ = 1; divergence claims are refused
+    assert R.apply_theorem_5_6(g, eta=0.3, lam=0.1).delta == 1.0
+    kl = dp.Guarantee(epsilon=0.1, delta=0.0, mechanism="coupling", divergence="kl")
+    with pytest.raises(InvalidParameterError, match="Theorem 5.6 applies to"):
+        R.apply_theorem_5_6(kl, eta=1e-6, lam=0.1)
 
 
 # --------------------------------------------------------------------------- Theorem 5.7

@@ -1,37 +1,164 @@
-"""Privacy guarantees returned by every mechanism.
+"""Privacy guarantees returned by every mechanism, and their composition.
 
-A :class:`Guarantee` records what is claimed — (ε, δ)-distribution privacy
-(Chen & Ohrimenko, Definition 3.2) with respect to a set of secret pairs Ψ —
+A :class:`Guarantee` records what is claimed, for a set of secret pairs Ψ,
 together with the calibration rule and every assumption the claim relies on.
-A guarantee is only as good as its assumptions: they are part of the claim.
+It is one of two kinds:
+
+* an **(ε, δ) claim** (``divergence is None``): for every (θ_i, θ_j) ∈ Ψ,
+  both orders, and every output set S,
+  ``Pr(M ∈ S | θ_i) <= e^ε Pr(M ∈ S | θ_j) + δ`` — (ε, δ)-distribution privacy
+  (Chen & Ohrimenko, Definition 3.2), its attribute-privacy (Zhang et al.,
+  Definitions 4–5), local (Kawamoto & Murakami, tupling paper Definition 8) and
+  differential-privacy forms. It is also the max-divergence claim
+  ``D^δ_∞ <= ε`` (divergence paper, Definition 5 and Proposition 1).
+* a **divergence claim** (``divergence`` names an f-divergence of
+  :data:`distpriv.divergences.F_DIVERGENCES`): ``D(M|θ_i ‖ M|θ_j) <= ε`` for
+  every pair of Ψ, both orders — (ε, D)-distribution privacy (divergence paper,
+  Definition 11; tupling paper Definition 16). The bound is stored in
+  ``epsilon`` (the papers call it ε) and ``delta`` is 0: no δ is part of it.
+
+``framework`` and ``calibration`` are enumerated (:class:`Framework`,
+:class:`Calibration`); both are ``str`` subclasses, so code that passes or
+compares the plain strings (``"exact"``, ``"distribution-privacy"``) keeps
+working. A guarantee is only as good as its assumptions: they are part of the claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import math
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any
 
+from .divergences import F_DIVERGENCES
+from .errors import AssumptionError, InvalidParameterError, InvalidTypeError
+
+__all__ = ["DIVERGENCES", "Calibration", "Framework", "Guarantee", "Pair", "compose"]
+
 Pair = tuple[Hashable, Hashable]
+
+#: Names accepted by :attr:`Guarantee.divergence` (those of :mod:`distpriv.divergences`).
+DIVERGENCES: tuple[str, ...] = tuple(F_DIVERGENCES)
+
+_DIVERGENCE_LABELS = {"kl": "KL", "reverse-kl": "reverse KL", "tv": "TV", "chi2": "χ²", "hellinger": "Hellinger²"}
+
+
+class _StrEnum(str, Enum):
+    """A ``str`` enumeration whose ``str()``/``format()`` is the plain value (as ``enum.StrEnum``, Python >= 3.11)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def coerce(cls, value: Any, name: str) -> Any:
+        """The member whose value is ``value`` (a member or its string), else :class:`InvalidParameterError`."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise InvalidParameterError(
+                f"{name}: unknown value {value!r}; expected one of {[m.value for m in cls]}"
+            ) from None
+
+
+class Framework(_StrEnum):
+    """The privacy notion a guarantee is stated in."""
+
+    #: Chen & Ohrimenko, Definition 3.2: secrets are pairs of data distributions θ.
+    DISTRIBUTION = "distribution-privacy"
+    #: Zhang, Ohrimenko & Cummings: dataset / distributional attribute privacy (Pufferfish pairs).
+    ATTRIBUTE = "attribute-privacy"
+    #: Kawamoto & Murakami: local distribution privacy of a finite mechanism (lifting A#).
+    LOCAL = "local-distribution-privacy"
+    #: Differential privacy for datasets differing in one record.
+    DIFFERENTIAL = "differential-privacy"
+    #: Group differential privacy (datasets differing in at most k records).
+    GROUP_DIFFERENTIAL = "group-differential-privacy"
+
+
+class Calibration(_StrEnum):
+    """How the mechanism's noise (or the claimed value) was obtained."""
+
+    #: Gaussian noise from the exact privacy profile (Balle & Wang 2018), or exact finite accounting.
+    EXACT = "exact"
+    #: The papers' Gaussian rule c = sqrt(2 ln(1.25/δ)) (proved for ε < 1 only).
+    CLASSIC = "classic"
+    #: Laplace noise (one rule: scale = sensitivity / ε).
+    LAPLACE = "laplace"
+    #: A closed-form bound from a theorem (e.g. coupling Theorem 3, tupling Theorem 3/7), not tight.
+    THEOREM = "theorem"
+    #: A composition of guarantees with different calibrations (the parts are listed in the notes).
+    MIXED = "mixed"
+
+
+def _check_epsilon(value: Any) -> float:
+    if isinstance(value, bool):
+        raise InvalidTypeError("epsilon: expected a real number, got bool")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InvalidTypeError(f"epsilon: expected a real number, got {value!r}") from None
+    # +inf is a true (vacuous) claim: exact accounting may find no finite ε at the given δ
+    if math.isnan(x) or x < 0:
+        raise InvalidParameterError(f"epsilon: must be >= 0 (finite, or inf for a vacuous claim), got {x}")
+    return x
+
+
+def _check_delta(value: Any) -> float:
+    if isinstance(value, bool):
+        raise InvalidTypeError("delta: expected a real number, got bool")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InvalidTypeError(f"delta: expected a real number, got {value!r}") from None
+    if not 0.0 <= x <= 1.0:  # also rejects NaN
+        raise InvalidParameterError(f"delta: must be in [0, 1], got {x}")
+    return x
+
+
+def _check_pairs(pairs: Any) -> tuple[Pair, ...]:
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise InvalidTypeError(f"pairs: expected a sequence of (θ_i, θ_j) pairs, got {type(pairs).__name__}")
+    out: list[Pair] = []
+    for p in pairs:
+        if isinstance(p, (str, bytes)) or not isinstance(p, Iterable):
+            raise InvalidTypeError(f"pairs: expected (θ_i, θ_j) pairs, got {p!r}")
+        t = tuple(p)
+        if len(t) != 2:
+            raise InvalidParameterError(f"pairs: every pair needs exactly two labels, got {p!r}")
+        out.append((t[0], t[1]))
+    return tuple(out)
+
+
+def _strings(values: Any, name: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidTypeError(f"{name}: expected a sequence of strings, got {type(values).__name__}")
+    return tuple(str(v) for v in values)
 
 
 @dataclass(frozen=True)
 class Guarantee:
-    """An (ε, δ) privacy claim and the assumptions it rests on.
+    """A privacy claim — (ε, δ) or a divergence bound — and the assumptions it rests on.
 
     Attributes
     ----------
-    epsilon, delta:
-        The claimed privacy parameters: for every (θ_i, θ_j) ∈ Ψ and every
-        output set S, Pr(M ∈ S | θ_i) <= e^ε Pr(M ∈ S | θ_j) + δ, both orders.
+    epsilon:
+        For an (ε, δ) claim, ε >= 0. For a divergence claim, the bound ε on
+        ``D(M|θ_i ‖ M|θ_j)`` (both orders). ``inf`` is allowed and says nothing
+        (a vacuous but true claim); NaN and negative values are rejected.
+    delta:
+        δ ∈ [0, 1] of an (ε, δ) claim; must be 0 for a divergence claim.
     mechanism:
         Name of the mechanism (e.g. ``"expm-gauss"``).
     framework:
-        ``"distribution-privacy"`` (Chen & Ohrimenko), ``"attribute-privacy"``
-        (Zhang et al.), ``"local-distribution-privacy"`` (Kawamoto & Murakami)
-        or ``"differential-privacy"``.
+        A :class:`Framework` (or its string value).
     calibration:
-        ``"exact"``, ``"classic"`` or ``"laplace"`` (Laplace noise has a single rule).
+        A :class:`Calibration` (or its string value).
     pairs:
         The secret pairs Ψ the claim covers (unordered).
     assumptions:
@@ -41,17 +168,59 @@ class Guarantee:
         The result that proves the claim, e.g. ``"Chen & Ohrimenko Thm 5.2"``.
     notes:
         Extra facts (fallbacks taken, warnings raised).
+    divergence:
+        ``None`` for an (ε, δ) claim; for a divergence claim the name of the
+        f-divergence (one of :data:`DIVERGENCES`: ``"kl"``, ``"reverse-kl"``,
+        ``"tv"``, ``"chi2"``, ``"hellinger"`` — the squared Hellinger distance
+        ½Σ(√p − √q)² of :func:`distpriv.divergences.hellinger`).
     """
 
     epsilon: float
     delta: float
     mechanism: str
-    framework: str = "distribution-privacy"
-    calibration: str = "exact"
+    framework: Framework | str = Framework.DISTRIBUTION
+    calibration: Calibration | str = Calibration.EXACT
     pairs: tuple[Pair, ...] = ()
     assumptions: tuple[str, ...] = ()
     theorem: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    divergence: str | None = None
+
+    def __post_init__(self) -> None:
+        div = self.divergence
+        if div is not None:
+            if not isinstance(div, str):
+                raise InvalidTypeError(f"divergence: expected None or a divergence name, got {type(div).__name__}")
+            if div in ("max", "approx-max"):
+                raise InvalidParameterError(
+                    f"divergence: {div!r} is an (ε, δ) claim; use divergence=None for max-divergence claims"
+                )
+            if div not in DIVERGENCES:
+                raise InvalidParameterError(
+                    f"divergence: unknown value {div!r}; expected None or one of {list(DIVERGENCES)}"
+                )
+        eps = _check_epsilon(self.epsilon)
+        delta = _check_delta(self.delta)
+        if div is not None and delta != 0.0:
+            raise InvalidParameterError(
+                f"delta: a divergence claim ({div}) has no δ; must be 0, got {delta}"
+            )
+        if not isinstance(self.mechanism, str):
+            raise InvalidTypeError(f"mechanism: expected a string, got {type(self.mechanism).__name__}")
+        set_ = object.__setattr__
+        set_(self, "epsilon", eps)
+        set_(self, "delta", delta)
+        set_(self, "framework", Framework.coerce(self.framework, "framework"))
+        set_(self, "calibration", Calibration.coerce(self.calibration, "calibration"))
+        set_(self, "pairs", _check_pairs(self.pairs))
+        set_(self, "assumptions", _strings(self.assumptions, "assumptions"))
+        set_(self, "notes", _strings(self.notes, "notes"))
+        set_(self, "theorem", str(self.theorem))
+
+    @property
+    def is_divergence(self) -> bool:
+        """True for a divergence claim, False for an (ε, δ) claim."""
+        return self.divergence is not None
 
     def with_notes(self, *notes: str) -> Guarantee:
         """Return a copy with extra notes appended."""
@@ -62,13 +231,14 @@ class Guarantee:
         return replace(self, assumptions=self.assumptions + tuple(assumptions))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable view."""
+        """JSON-serialisable view (``framework``/``calibration`` as their string values)."""
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,
+            "divergence": self.divergence,
             "mechanism": self.mechanism,
-            "framework": self.framework,
-            "calibration": self.calibration,
+            "framework": str(self.framework),
+            "calibration": str(self.calibration),
             "pairs": [[_jsonable(a), _jsonable(b)] for a, b in self.pairs],
             "assumptions": list(self.assumptions),
             "theorem": self.theorem,
@@ -76,8 +246,11 @@ class Guarantee:
         }
 
     def __str__(self) -> str:
+        tail = f"{str(self.framework)} [{self.mechanism}, {str(self.calibration)}]"
+        if self.divergence is not None:
+            return f"{_DIVERGENCE_LABELS[self.divergence]} ≤ {self.epsilon:.4g} {tail}"
         d = f"{self.delta:.3g}" if self.delta else "0"
-        return f"({self.epsilon:.4g}, {d})-{self.framework} [{self.mechanism}, {self.calibration}]"
+        return f"({self.epsilon:.4g}, {d})-{tail}"
 
 
 def _jsonable(x: Any) -> Any:
@@ -89,42 +262,152 @@ def _jsonable(x: Any) -> Any:
         return str(x)
 
 
+# --------------------------------------------------------------------------- composition
+_COMPOSITION: dict[Framework, tuple[str, str]] = {
+    Framework.DISTRIBUTION: (
+        "Chen & Ohrimenko Prop. A.4/A.5",
+        "sequential composition (Chen & Ohrimenko Prop. A.4/A.5): releases use independent noise and "
+        "the released query values are conditionally independent given θ",
+    ),
+    Framework.ATTRIBUTE: (
+        "product composition (the argument of Chen & Ohrimenko Prop. A.4/A.5) for Zhang et al. attribute privacy",
+        "sequential composition: releases use independent noise and the released values are conditionally "
+        "independent given each secret hypothesis (s, θ) (the argument of Chen & Ohrimenko Prop. A.4/A.5)",
+    ),
+    Framework.LOCAL: (
+        "Kawamoto & Murakami (tupling) Table 6, composition • with independent inputs",
+        "sequential composition • (Kawamoto & Murakami, tupling paper Table 6 and Appendix D.2): each "
+        "mechanism receives its own input, drawn independently, and uses independent randomness; the composed "
+        "claim is for Ψ ⋄ Ψ (pairs of product distributions)",
+    ),
+    Framework.DIFFERENTIAL: (
+        "Dwork & Roth Thm 3.16",
+        "basic sequential composition (Dwork & Roth Thm 3.16): each release uses independent randomness",
+    ),
+    Framework.GROUP_DIFFERENTIAL: (
+        "Dwork & Roth Thm 3.16 (group privacy)",
+        "basic sequential composition (Dwork & Roth Thm 3.16) for the same group size: each release uses "
+        "independent randomness",
+    ),
+}
+
+# How a divergence bound of a product of independent outputs follows from the parts' bounds
+# (all exact identities for products, monotone in each part's bound).
+_DIVERGENCE_RULES: dict[str, str] = {
+    "kl": "KL of independent outputs adds up: D(⊗P_i ‖ ⊗Q_i) = Σ D(P_i ‖ Q_i) (divergence paper Table II)",
+    "reverse-kl": "reverse KL of independent outputs adds up (KL with the arguments swapped)",
+    "tv": "TV is subadditive over independent outputs: TV(⊗P_i, ⊗Q_i) <= min(1, Σ TV(P_i, Q_i))",
+    "hellinger": "squared Hellinger of independent outputs: 1 − H²(⊗P_i, ⊗Q_i) = Π (1 − H²(P_i, Q_i))",
+    "chi2": "χ² of independent outputs: 1 + χ²(⊗P_i ‖ ⊗Q_i) = Π (1 + χ²(P_i ‖ Q_i))",
+}
+
+
+def _compose_values(div: str | None, eps: list[float]) -> float:
+    if div in (None, "kl", "reverse-kl"):
+        return math.fsum(eps)
+    if div == "tv":
+        return min(1.0, math.fsum(eps))
+    if div == "hellinger":
+        return 1.0 - math.prod(1.0 - min(e, 1.0) for e in eps)
+    # chi2
+    return math.prod(1.0 + e for e in eps) - 1.0
+
+
+def _psi_key(g: Guarantee) -> frozenset[frozenset[Hashable]]:
+    return frozenset(frozenset(p) for p in g.pairs)
+
+
+def _kind(g: Guarantee) -> str:
+    return "(ε, δ)" if g.divergence is None else _DIVERGENCE_LABELS[g.divergence]
+
+
 def compose(guarantees: Sequence[Guarantee]) -> Guarantee:
-    """Basic sequential composition: ε and δ add up.
+    """Sequential composition of guarantees of independent releases, or a one-line refusal.
 
-    Valid for distribution privacy only when the releases use independent
-    noise *and* the queried data are independent given θ (Chen & Ohrimenko,
-    Proposition A.4), or when the mechanisms are applied to independent
-    datasets (Proposition A.5). The caller must check which applies; the
-    returned guarantee records it as an assumption.
+    All guarantees must be of one :class:`Framework`, one kind (all (ε, δ), or
+    all bounds on the same divergence) and for the same Ψ (as unordered pairs);
+    otherwise :class:`InvalidParameterError` (framework, kind) or
+    :class:`AssumptionError` (Ψ) says why.
+
+    The composition theorems need the released outputs to be independent under
+    each secret hypothesis (so the output law is a product ``⊗P_i``):
+
+    * distribution privacy: releases with independent noise whose query values
+      are conditionally independent given θ (Chen & Ohrimenko Prop. A.4), or
+      mechanisms applied to independently sampled datasets (Prop. A.5, then the
+      claim is for Ψ ⋄ Ψ); attribute privacy: the same argument given (s, θ);
+    * local distribution privacy: composition • with independent inputs
+      (Kawamoto & Murakami, tupling paper Table 6);
+    * differential privacy: basic composition (Dwork & Roth Thm 3.16).
+
+    The caller must check which applies; the returned guarantee records it as
+    an assumption. Values combine as follows:
+
+    * (ε, δ): ``ε = Σ ε_i``, ``δ = min(1, Σ δ_i)``;
+    * KL, reverse KL: ``Σ ε_i`` (KL tensorises; divergence paper Table II);
+    * TV: ``min(1, Σ ε_i)`` (subadditivity over products);
+    * squared Hellinger: ``1 − Π (1 − ε_i)`` (the Bhattacharyya coefficient
+      multiplies over products);
+    * χ²: ``Π (1 + ε_i) − 1`` (``1 + χ²`` multiplies over products).
+
+    The divergence rules are exact identities for products and increase in
+    each ε_i, so bounds on the parts give a bound on the whole. They need the
+    outputs to be independent (non-adaptive composition); the divergence paper
+    proves KL also for adaptive composition, the others only non-adaptively.
     """
-    if not guarantees:
-        from .errors import InvalidParameterError
-
+    if isinstance(guarantees, Guarantee) or not isinstance(guarantees, Iterable):
+        raise InvalidTypeError("guarantees: expected a sequence of distpriv.Guarantee")
+    gs = list(guarantees)
+    if not gs:
         raise InvalidParameterError("guarantees: need at least one guarantee to compose")
-    eps = sum(g.epsilon for g in guarantees)
-    delta = min(1.0, sum(g.delta for g in guarantees))
+    for g in gs:
+        if not isinstance(g, Guarantee):
+            raise InvalidTypeError(f"guarantees: expected distpriv.Guarantee items, got {type(g).__name__}")
+    first = gs[0]
+    for g in gs[1:]:
+        if g.framework != first.framework:
+            raise InvalidParameterError(
+                f"guarantees: cannot compose different frameworks, {first.framework} ({first.mechanism}) "
+                f"and {g.framework} ({g.mechanism}); each composition theorem covers one notion"
+            )
+        if g.divergence != first.divergence:
+            raise InvalidParameterError(
+                f"guarantees: cannot compose a {_kind(first)} claim ({first.mechanism}) with a {_kind(g)} claim "
+                f"({g.mechanism}); compose claims of one kind"
+            )
+        if _psi_key(g) != _psi_key(first):
+            raise AssumptionError(
+                f"guarantees: composition needs the same secret pairs Ψ; {first.mechanism} covers "
+                f"{list(first.pairs)} but {g.mechanism} covers {list(g.pairs)}"
+            )
+    div = first.divergence
+    eps = _compose_values(div, [g.epsilon for g in gs])
+    delta = min(1.0, math.fsum(g.delta for g in gs)) if div is None else 0.0
+    theorem, rule = _COMPOSITION[Framework(first.framework)]
     assumptions: list[str] = []
-    for g in guarantees:
+    for g in gs:
         for a in g.assumptions:
             if a not in assumptions:
                 assumptions.append(a)
-    assumptions.append(
-        "sequential composition (Chen & Ohrimenko Prop. A.4/A.5): releases use independent noise and "
-        "the released query values are conditionally independent given θ"
-    )
-    pairs: list[Pair] = []
-    for g in guarantees:
-        for p in g.pairs:
-            if p not in pairs:
-                pairs.append(p)
+    assumptions.append(rule)
+    if div is not None:
+        assumptions.append(_DIVERGENCE_RULES[div] + "; needs non-adaptive releases with independent outputs")
+    cals = {g.calibration for g in gs}
+    notes: tuple[str, ...] = ()
+    if len(cals) == 1:
+        calibration = first.calibration
+    else:
+        calibration = Calibration.MIXED
+        notes = ("parts calibrated as: " + ", ".join(f"{g.mechanism}: {g.calibration}" for g in gs),)
     return Guarantee(
         epsilon=eps,
         delta=delta,
-        mechanism="+".join(g.mechanism for g in guarantees),
-        framework=guarantees[0].framework,
-        calibration=",".join(sorted({g.calibration for g in guarantees})),
-        pairs=tuple(pairs),
+        mechanism="+".join(g.mechanism for g in gs),
+        framework=first.framework,
+        calibration=calibration,
+        pairs=first.pairs,
         assumptions=tuple(assumptions),
-        theorem="Chen & Ohrimenko Prop. A.4/A.5",
+        theorem=theorem,
+        notes=notes,
+        divergence=div,
     )

@@ -104,11 +104,15 @@ def apply_theorem_5_6(guarantee: Guarantee, eta: float, lam: float) -> Guarantee
         raise InvalidTypeError(
             f"guarantee: expected a distpriv.Guarantee, got {type(guarantee).__name__}"
         )
+    if guarantee.divergence is not None:
+        raise InvalidParameterError(
+            f"guarantee: Theorem 5.6 applies to (ε, δ) claims, got a {guarantee.divergence} divergence claim"
+        )
     loss = theorem_5_6(guarantee.epsilon, guarantee.delta, eta, lam)
     return replace(
         guarantee,
         epsilon=loss.epsilon,
-        delta=loss.delta,
+        delta=min(loss.delta, 1.0),  # δ′ >= 1 says nothing; a Guarantee's δ lies in [0, 1]
         theorem=f"{guarantee.theorem} + Chen & Ohrimenko Thm 5.6".strip(" +"),
         assumptions=guarantee.assumptions
         + (
