@@ -75,9 +75,55 @@ def test_exact_knowledge_gives_zero_distp_and_theorem3_holds() -> None:
         c = local.CouplingMechanism.optimal(inputs=est, target=mu, cost=d)
         acc = c.estimation_epsilon(lam)
         assert acc == pytest.approx(max(dv.symmetric_approx_max_divergence(est[s], lam[s]) for s in lam))
-        for name in ("max", "kl", "tv", "hellinger", "chi2"):
+        for name in ("max", "kl", "reverse-kl", "tv", "hellinger", "chi2"):
             assert c.distp(lam, name) <= local.coupling_theorem3(acc, name) + 1e-9
+            assert c.distp(lam, name) <= c.guarantee(acc, name).epsilon + 1e-9
         assert c.guarantee(acc, "kl").epsilon == pytest.approx(2 * acc * math.exp(acc))
+
+
+def test_guarantee_forms() -> None:
+    """Theorem 3: D∞ is an (ε, 0) claim; KL and the other f-divergences are divergence claims."""
+    c = local.CouplingMechanism.optimal(inputs={"a": LAM, "b": MU}, target=MU, cost=COST)
+    e = 0.5
+    g = c.guarantee(e, "max")
+    assert g.divergence is None and g.epsilon == pytest.approx(1.0) and g.delta == 0.0
+    assert str(g) == "(1, 0)-local-distribution-privacy [Coupling(w1), theorem]"
+    assert g.calibration == "theorem" and g.pairs == (("a", "b"),) and "Theorem 3(1)" in g.theorem
+    kl = c.guarantee(e, "kl")
+    assert kl.divergence == "kl" and kl.delta == 0.0 and "Theorem 3(2)" in kl.theorem
+    assert str(kl) == "KL ≤ 1.649 local-distribution-privacy [Coupling(w1), theorem]"
+    assert kl.to_dict()["divergence"] == "kl"
+    # item 3: e^ε max(f(e^{2ε}), f(e^{−2ε})), closed forms at ε = 1/2 (e^{2ε} = e)
+    r = math.exp(0.5)
+    expected = {
+        "tv": r * 0.5 * (math.e - 1),
+        "chi2": r * (math.e - 1) ** 2,
+        "hellinger": r * 0.5 * (r - 1) ** 2,
+        "reverse-kl": r * 1.0,  # f(t) = −ln t is largest at e^{−2ε}: 2ε e^ε, as for KL
+    }
+    for name, val in expected.items():
+        h = c.guarantee(e, name)
+        assert h.divergence == name and h.epsilon == pytest.approx(val, rel=1e-12) and "Theorem 3(3)" in h.theorem
+    assert c.guarantee(math.inf, "kl").epsilon == math.inf
+    with pytest.raises(InvalidParameterError, match="accuracy_epsilon"):
+        c.guarantee(-0.1, "kl")
+    with pytest.raises(UnknownLabelError, match="divergence"):
+        c.guarantee(0.1, "renyi")
+
+
+def test_theorem3_max_bound_is_attained() -> None:
+    """λ̂ = (p, 1 − p) coupled to itself; λ_a, λ_b tilt x0 by e^{±ε}: the exact D∞ DistP is 2ε = the bound."""
+    p, e = 0.1, 0.3
+    lam_hat = np.array([p, 1 - p])
+    c = local.CouplingMechanism({"a": np.diag(lam_hat), "b": np.diag(lam_hat)}, lam_hat)
+    actual = {"a": np.array([math.exp(e) * p, 1 - math.exp(e) * p]),
+              "b": np.array([math.exp(-e) * p, 1 - math.exp(-e) * p])}
+    acc = c.estimation_epsilon(actual)
+    assert acc == pytest.approx(e, rel=1e-12)
+    assert c.distp(actual, "max") == pytest.approx(2 * e, rel=1e-12)
+    assert c.guarantee(acc, "max").epsilon == pytest.approx(c.distp(actual, "max"), rel=1e-12)
+    for name in ("kl", "reverse-kl", "tv", "chi2", "hellinger"):
+        assert c.distp(actual, name) <= c.guarantee(acc, name).epsilon
 
 
 def test_zero_mass_rows_are_filled_and_bad_inputs() -> None:

@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import divergences as dv
 from .._validation import check_array, check_choice, check_real
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Framework, Guarantee
 from .mechanism import Mechanism, check_distribution
 
 __all__ = [
@@ -124,20 +124,34 @@ def optimal_coupling(p: ArrayLike, q: ArrayLike, cost: ArrayLike, *, kind: str =
     return _emd(a, b, np.where(d > t, d + big, d))
 
 
+def _accuracy(value: float, name: str) -> float:
+    """A D∞ accuracy ε >= 0; ``inf`` (supports differ) is allowed and gives a vacuous bound."""
+    if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and value == math.inf:
+        return math.inf
+    e = check_real(value, name)
+    if e < 0:
+        raise InvalidParameterError(f"{name}: must be >= 0, got {e}")
+    return e
+
+
 def coupling_theorem3(epsilon: float, divergence: str = "max") -> float:
     """Theorem 3 (divergence paper): the DistP level given ``D∞`` accuracy ε of every ``λ̂_s``.
 
-    ``"max"``: 2ε; ``"kl"``: 2ε e^ε; any other f-divergence of Table I:
-    ``e^ε f(e^{2ε})`` with ``f`` from Table I (``"tv"``, ``"chi2"``, ``"hellinger"``,
-    ``"reverse-kl"`` with f(t) = −ln t).
+    ``"max"``: 2ε (item 1, an (ε, 0) claim); ``"kl"``: 2ε e^ε (item 2); any other
+    f-divergence of Table I (item 3): ``e^ε max(f(e^{2ε}), f(e^{−2ε}))``.
+
+    Item 3 reads ``e^ε f(e^{2ε})`` in the paper. Its proof bounds the output
+    likelihood ratio in ``[e^{−2ε}, e^{2ε}]`` (every ``C#(s, λ_s)`` lies within a factor
+    ``e^{±ε}`` of μ), and a convex f with f(1) = 0 takes its largest value on that
+    interval at an end point: at ``e^{2ε}`` for TV, χ², squared Hellinger and
+    ``t ln t``, but at ``e^{−2ε}`` for the reverse KL (``f(t) = −ln t``, where
+    ``f(e^{2ε}) = −2ε < 0``; Table I's ``−t log t`` is a typo, see
+    :mod:`distpriv.divergences`). So the reverse KL bound is ``2ε e^ε``, as for KL.
     """
-    e = check_real(epsilon, "epsilon")
-    if e < 0:
-        raise InvalidParameterError(f"epsilon: must be >= 0, got {e}")
+    e = _accuracy(epsilon, "epsilon")
     name = check_choice(divergence, "divergence", ("max", *dv.F_DIVERGENCES))
     if math.isinf(e):
         return math.inf
-    t = math.exp(2 * e)
     fs: dict[str, Callable[[float], float]] = {
         "tv": lambda t: 0.5 * abs(t - 1.0),
         "chi2": lambda t: (t - 1.0) ** 2,
@@ -148,7 +162,8 @@ def coupling_theorem3(epsilon: float, divergence: str = "max") -> float:
         return 2 * e
     if name == "kl":
         return 2 * e * math.exp(e)
-    return abs(math.exp(e) * fs[name](t))
+    f = fs[name]
+    return math.exp(e) * max(f(math.exp(2 * e)), f(math.exp(-2 * e)))
 
 
 class CouplingMechanism:
@@ -332,17 +347,32 @@ class CouplingMechanism:
         return best
 
     def guarantee(self, accuracy_epsilon: float, divergence: str = "max") -> Guarantee:
-        """Theorem 3's guarantee given ``D∞`` accuracy ε of every ``λ̂_s`` (both directions)."""
-        val = coupling_theorem3(accuracy_epsilon, divergence)
+        """Theorem 3's guarantee given ``D∞`` accuracy ε of every ``λ̂_s`` (both directions).
+
+        ``divergence="max"`` gives the (2ε, 0) claim (``Guarantee.divergence is None``);
+        an f-divergence name gives a divergence claim ``D <= value`` with
+        ``Guarantee.divergence`` set to that name and ``delta = 0``
+        (values: :func:`coupling_theorem3`). Ψ is every pair of distinct contexts.
+        """
+        acc = _accuracy(accuracy_epsilon, "accuracy_epsilon")
+        name = check_choice(divergence, "divergence", ("max", *dv.F_DIVERGENCES))
+        val = coupling_theorem3(acc, name)
+        item = {"max": "1", "kl": "2"}.get(name, "3")
+        label = "D∞" if name == "max" else name
         return Guarantee(
             epsilon=val,
             delta=0.0,
             mechanism=self.name,
-            framework="local-distribution-privacy",
-            calibration="theorem",
+            framework=Framework.LOCAL,
+            calibration=Calibration.THEOREM,
             pairs=tuple((s, t) for i, s in enumerate(self.contexts) for t in self.contexts[i + 1 :]),
-            assumptions=(f"D∞(λ̂_s‖λ_s) <= {accuracy_epsilon:g} and D∞(λ_s‖λ̂_s) <= {accuracy_epsilon:g} for every s",),
-            theorem=f"Kawamoto & Murakami (divergence) Theorem 3, D = {divergence}",
+            assumptions=(
+                f"D∞(λ̂_s‖λ_s) <= {acc:g} and D∞(λ_s‖λ̂_s) <= {acc:g} "
+                "for every s",
+                "each input x of context s is drawn from the actual λ_s",
+            ),
+            theorem=f"Kawamoto & Murakami (divergence) Theorem 3({item}), D = {label}",
+            divergence=None if name == "max" else name,
         )
 
     def __repr__(self) -> str:
