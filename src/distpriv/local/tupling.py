@@ -36,7 +36,10 @@ mean-preserving grid gives a lower bound on each ``E ln`` (Jensen) and a
 second-order upper bound.
 
 Theorem 3 / Theorem 7 bounds and membership in ``Λ_{β,η,A}`` are provided for
-comparison (:meth:`Tupling.theorem3`, :meth:`Tupling.theorem7`), together with
+comparison (:meth:`Tupling.theorem3`, :meth:`Tupling.theorem7`). They follow the
+proof of Proposition 13 rather than the statement: η is the ``A#(λ)``-mass of the
+outputs above β (the real output is drawn from ``A#(λ)``), and Hoeffding's range
+for the dummy terms is ``max(β, max_y A#(λ)[y])``. They come with
 seeded Monte Carlo estimates for arbitrary ν, the exact expected quality loss
 (Definition 11) and a sampler.
 """
@@ -63,7 +66,7 @@ from .._validation import (
     check_int,
     check_real,
 )
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..errors import AssumptionError, InvalidParameterError, InvalidTypeError
 from ..guarantees import Guarantee
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 
@@ -89,13 +92,19 @@ class EpsilonResult:
 
 @dataclass(frozen=True)
 class Theorem3Bound:
-    """Parameters and value of the Theorem 3 bound (ε_α, δ_α) for ``Λ_{β,η,A}``."""
+    """Parameters and value of the Theorem 3 bound (ε_α, δ_α) for ``Λ_{β,η,A}``.
+
+    ``eta`` is the ``A#(λ)``-mass above β (max over the pair), ``hoeffding_range``
+    the bound r on the dummy terms used in ``δ_α = 2 exp(−2α²/(k r²)) + η``
+    (see :meth:`Tupling.theorem3`).
+    """
 
     epsilon: float
     delta: float
     alpha: float
     beta: float
     eta: float
+    hoeffding_range: float = math.nan
 
 
 def _sum_pmf(pmf: NDArray[np.float64], terms: int) -> tuple[NDArray[np.float64], float]:
@@ -592,23 +601,47 @@ class Tupling:
         return float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(n))
 
     # ------------------------------------------------------ Theorems 3 and 7
+    def _require_uniform(self, what: str) -> None:
+        if not self.uniform:
+            raise AssumptionError(
+                f"dummy: {what} assumes uniform dummies ν (tupling paper Theorem 3); "
+                "use epsilon_bounds or monte_carlo_epsilon for this ν"
+            )
+
     def lambda_eta(self, lam: ArrayLike, beta: float) -> float:
-        """Least η with ``λ ∈ Λ_{β,η,A}``: ``η = Pr_{y ~ U(Y)}[A#(λ)[y] > β]`` (Section 6.2)."""
+        """Least η with ``λ ∈ Λ_{β,η,A}``: the ``A#(λ)``-mass of the outputs above β,
+
+            ``η = Pr_{y ~ A#(λ)}[A#(λ)[y] > β] = Σ_{y : A#(λ)[y] > β} A#(λ)[y]``.
+
+        This is the event the proof of Proposition 13 (tupling paper) charges to η:
+        the real output ``y_i`` is drawn from ``A#(λ)``, not uniformly (the paper's
+        definition of ``Λ_{β,η,A}`` in Section 6.2 draws y uniformly, which the proof
+        does not support).
+        """
         b = check_real(beta, "beta")
         if not 0.0 <= b <= 1.0:
             raise InvalidParameterError(f"beta: must be in [0, 1], got {b}")
-        return float(np.mean(self.lift(lam) > b))
+        a = self.lift(lam)
+        return min(1.0, math.fsum(a[a > b]))
 
     def in_lambda(self, lam: ArrayLike, beta: float, eta: float) -> bool:
-        """Membership ``λ ∈ Λ_{β,η,A} = {λ : Pr_{y~U(Y)}[A#(λ)[y] <= β] >= 1 − η}``."""
+        """Membership ``λ ∈ Λ_{β,η,A} = {λ : Pr_{y ~ A#(λ)}[A#(λ)[y] <= β] >= 1 − η}`` (see :meth:`lambda_eta`)."""
         e = check_real(eta, "eta")
         if not 0.0 <= e <= 1.0:
             raise InvalidParameterError(f"eta: must be in [0, 1], got {e}")
         return self.lambda_eta(lam, beta) <= e
 
-    def theorem3_params(self, alpha: float, beta: float, eta: float) -> tuple[float, float]:
+    def theorem3_params(
+        self, alpha: float, beta: float, eta: float, *, hoeffding_range: float | None = None
+    ) -> tuple[float, float]:
         """Theorem 3's ``(ε_α, δ_α)``: ``ε_α = ln((k + (α+β)|Y|)/(k − α|Y|))``,
-        ``δ_α = 2 exp(−2α²/(kβ²)) + η``, for ``0 < α < k/|Y|``."""
+        ``δ_α = 2 exp(−2α²/(k r²)) + η``, for ``0 < α < k/|Y|``.
+
+        ``r`` (``hoeffding_range``, default β as in the paper) bounds every dummy
+        term ``A#(λ_b)[y_j]`` of Hoeffding's inequality in Proposition 13's proof, so
+        it must be at least ``max_y A#(λ_b)[y]`` for both λ_b; with ``r = β`` that
+        forces η = 0. ``r`` must lie in ``[β, 1]``.
+        """
         a = check_real(alpha, "alpha")
         b = check_real(beta, "beta")
         e = check_real(eta, "eta")
@@ -619,90 +652,130 @@ class Tupling:
             raise InvalidParameterError(f"beta: must be in (0, 1], got {b}")
         if not 0 <= e <= 1:
             raise InvalidParameterError(f"eta: must be in [0, 1], got {e}")
+        r = b if hoeffding_range is None else check_real(hoeffding_range, "hoeffding_range")
+        if not b <= r <= 1:
+            raise InvalidParameterError(f"hoeffding_range: must be in [beta, 1] = [{b:.6g}, 1], got {r}")
         eps = math.log((k + (a + b) * m) / (k - a * m))
-        dlt = 2.0 * math.exp(-2.0 * a * a / (k * b * b)) + e
+        dlt = 2.0 * math.exp(-2.0 * a * a / (k * r * r)) + e
         return eps, dlt
 
-    def _beta_candidates(self, lams: list[NDArray[np.float64]]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Candidate β (the distinct positive values of A#(λ_b)) and the least η for each, max over b."""
-        lifts = [np.sort(self.lift(lam)) for lam in lams]
+    def _beta_candidates(
+        self, lams: list[NDArray[np.float64]]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Candidate β, the least η for each (max over both λ_b) and the Hoeffding range ``max(β, max A#(λ_b))``.
+
+        η(β) and the range are step / nondecreasing functions of β while ε_α increases
+        with β, so the best β lies among the distinct positive values of ``A#(λ_b)``.
+        """
+        lifts = [self.lift(lam) for lam in lams]
         vals = np.unique(np.concatenate(lifts))
         betas = vals[vals > 0]
-        m = self.n_outputs
-        etas = np.max([(m - np.searchsorted(a, betas, side="right")) / m for a in lifts], axis=0)
-        return betas, etas
+        etas = np.zeros(betas.size)
+        for a in lifts:
+            srt = np.sort(a)
+            tails = np.append(np.cumsum(srt[::-1])[::-1], 0.0)  # tails[i] = Σ_{j >= i} srt[j]
+            etas = np.maximum(etas, tails[np.searchsorted(srt, betas, side="right")])
+        top = max(float(a.max()) for a in lifts)
+        return betas, np.minimum(etas, 1.0), np.maximum(betas, top)
 
-    def _given_beta(self, lams: list[NDArray[np.float64]], beta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _given_beta(
+        self, lams: list[NDArray[np.float64]], beta: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         b = check_real(beta, "beta")
         if not 0.0 < b <= 1.0:
             raise InvalidParameterError(f"beta: must be in (0, 1], got {b}")
-        return np.array([b]), np.array([max(self.lambda_eta(lam, b) for lam in lams)])
+        top = max(float(self.lift(lam).max()) for lam in lams)
+        return np.array([b]), np.array([max(self.lambda_eta(lam, b) for lam in lams)]), np.array([max(b, top)])
 
     def theorem3(
         self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, beta: float | None = None
     ) -> Theorem3Bound:
-        """The smallest Theorem 3 ε_α with δ_α <= δ for the pair, α optimised.
+        """The smallest Theorem 3 ε_α with δ_α <= δ for the pair, α optimised (tupling paper Prop. 13).
+
+        Proof of Proposition 13, with ``a_b = A#(λ_b)``, ``m = |Y|``: the likelihood
+        ratio of a tuple is ``Σ_j a_0[y_j] / Σ_j a_1[y_j]`` (equation (6)); it is below
+        ``e^{ε_α}`` unless (i) the real output has ``a_0[y_i] > β`` (probability η,
+        the ``A#(λ_0)``-mass of :meth:`lambda_eta`), or (ii) the k uniform dummies
+        give ``Σ a_0 >= k/m + α`` or ``Σ a_1 <= k/m − α`` (Hoeffding, each
+        ``exp(−2α²/(k r²))``). Hoeffding needs every dummy term in ``[0, r]``, so
+        ``r = max(β, max_y a_b[y])``: the paper's ``r = β`` holds exactly when η = 0.
+        Hence ``P[L >= ε_α] <= δ_α`` in both orders ((ε_α, δ_α)-PDistP, which implies
+        (ε_α, δ_α)-DistP by Proposition 7).
 
         ε_α increases with α and δ_α decreases, so the best α solves δ_α = δ:
-        ``α = β √(k ln(2/(δ − η)) / 2)`` (needs ``η < δ`` and ``α < k/|Y|``).
-        ``β`` is optimised over the values of ``A#(λ_b)`` (each choice fixes the
-        least valid η) unless given. Returns ``epsilon = inf`` if no admissible α exists.
+        ``α = r √(k ln(2/(δ − η)) / 2)`` (needs ``η < δ`` and ``α < k/|Y|``).
+        ``β`` is optimised over the values of ``A#(λ_b)`` unless given. Returns
+        ``epsilon = inf`` if no admissible α exists. Requires uniform dummies.
         """
+        self._require_uniform("theorem3")
         d = check_delta(delta, "delta")
         lams = [check_distribution(lam0, self.n_inputs, "lam0"), check_distribution(lam1, self.n_inputs, "lam1")]
-        betas, etas = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
+        betas, etas, ranges = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
         m, k = self.n_outputs, self.k
-        best = Theorem3Bound(math.inf, d, math.nan, math.nan, math.nan)
-        for b, eta in zip(betas, etas, strict=True):
-            eta = float(eta)
+        best = Theorem3Bound(math.inf, d, math.nan, math.nan, math.nan, math.nan)
+        for b, eta_b, r_b in zip(betas, etas, ranges, strict=True):
+            eta, r = float(eta_b), float(r_b)
             if eta >= d:
                 continue
-            alpha = float(b) * math.sqrt(k * math.log(2.0 / (d - eta)) / 2.0)
-            if not alpha < k / m:
-                continue
-            eps, dl = self.theorem3_params(alpha, float(b), eta)
-            if eps < best.epsilon:
-                best = Theorem3Bound(eps, dl, alpha, float(b), eta)
+            alpha = r * math.sqrt(k * math.log(2.0 / (d - eta)) / 2.0)
+            for _ in range(4):  # round-off: make sure δ_α <= δ
+                if alpha >= k / m:
+                    break
+                eps, dl = self.theorem3_params(alpha, float(b), eta, hoeffding_range=r)
+                if dl <= d:
+                    if eps < best.epsilon:
+                        best = Theorem3Bound(eps, dl, alpha, float(b), eta, r)
+                    break
+                alpha *= 1.0 + 4.0 * _EPS_MACHINE
         return best
 
     def theorem7(
         self, lam0: ArrayLike, lam1: ArrayLike, *, epsilon_a: float | None = None, beta: float | None = None
     ) -> float:
-        """Theorem 7 KL bound ``min_α ε_α + ε_A δ_α`` for the pair.
+        """Theorem 7 KL bound ``min_α ε_α + ε_A min(δ_α, 1)`` for the pair (tupling paper Prop. 9 and 13).
 
-        ``ε_A`` defaults to the exact ``D_∞`` DistP of the base mechanism for this
-        pair, which is what Proposition 12's proof uses (for a DP base it is at
-        most the DP ε_A); ``β`` is optimised as in :meth:`theorem3`.
+        ``(ε_α, δ_α)`` are those of :meth:`theorem3` (η as ``A#(λ_b)``-mass, Hoeffding
+        range ``max(β, max_y A#(λ_b)[y])``). ``ε_A`` defaults to the exact ``D_∞``
+        DistP of the base mechanism for this pair, which is what Proposition 12's
+        proof uses (for a DP base it is at most the DP ε_A); a given ``epsilon_a``
+        below that value means the pair is not in Φ# and is refused
+        (:class:`AssumptionError`). ``β`` is optimised as in :meth:`theorem3`.
+        Requires uniform dummies.
         """
+        self._require_uniform("theorem7")
         lams = [check_distribution(lam0, self.n_inputs, "lam0"), check_distribution(lam1, self.n_inputs, "lam1")]
+        a0, a1 = self.lift(lams[0]), self.lift(lams[1])
+        exact_a = dv.symmetric_approx_max_divergence(a0, a1, 0.0)
         if epsilon_a is None:
-            a0, a1 = self.lift(lams[0]), self.lift(lams[1])
-            e_a = dv.symmetric_approx_max_divergence(a0, a1, 0.0)
+            e_a = exact_a
         else:
             e_a = check_real(epsilon_a, "epsilon_a")
+            if e_a < exact_a * (1.0 - 1e-12):
+                raise AssumptionError(
+                    f"epsilon_a: {e_a:g} is below D∞(A#λ0, A#λ1) = {exact_a:.6g} for this pair, so the pair is "
+                    "not in Φ# of an ε_A-DP base (Theorem 7's premise)"
+                )
         if math.isinf(e_a):
             return math.inf
-        betas, etas = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
+        betas, etas, ranges = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
         if betas.size > 64:  # any β gives a valid bound; optimise over 64 quantile-spaced candidates
             pick = np.unique(np.round(np.linspace(0, betas.size - 1, 64)).astype(int))
-            betas, etas = betas[pick], etas[pick]
+            betas, etas, ranges = betas[pick], etas[pick], ranges[pick]
         m, k = self.n_outputs, self.k
+        hi = k / m
         best = math.inf
-        for b, eta_b in zip(betas, etas, strict=True):
-            eta = float(eta_b)
+        for b_v, eta_v, r_v in zip(betas, etas, ranges, strict=True):
+            b, eta, r = float(b_v), float(eta_v), float(r_v)
             if eta >= 1.0:
                 continue
-            hi = k / m
-            if hi <= 0:
-                continue
 
-            def obj(a: float, b: float = float(b), eta: float = eta) -> float:
-                eps, dl = self.theorem3_params(a, b, eta)
+            def obj(a: float, b: float = b, eta: float = eta, r: float = r) -> float:
+                eps, dl = self.theorem3_params(a, b, eta, hoeffding_range=r)
                 return eps + e_a * min(dl, 1.0)
 
             res = optimize.minimize_scalar(obj, bounds=(hi * 1e-9, hi * (1 - 1e-9)), method="bounded",
                                            options={"xatol": hi * 1e-10})
-            best = min(best, float(res.fun), obj(hi * 1e-9))
+            best = min(best, obj(float(res.x)), obj(hi * 1e-9))
         return best
 
     # ----------------------------------------------------------- utility
@@ -740,7 +813,7 @@ class Tupling:
     ) -> Guarantee:
         """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee` (certified upper end of the bracket)."""
         res = self.epsilon_bounds(lam0, lam1, delta)
-        th3 = self.theorem3(lam0, lam1, delta) if delta > 0 else None
+        th3 = self.theorem3(lam0, lam1, delta) if delta > 0 and self.uniform else None
         notes = [f"certified bracket [{res.lower:.6g}, {res.upper:.6g}] at grid size {res.bins}"]
         if th3 is not None:
             notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
