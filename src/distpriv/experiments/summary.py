@@ -69,9 +69,9 @@ def _signed(x: float, digits: int = 3) -> str:
     return f"{x:+.{digits}f}".replace("-", "−")
 
 
-def _bound(x: float | None) -> str:
+def _bound(x: float | None, digits: int = 4) -> str:
     """A bound as printed: ``None`` (JSON for a non-finite value) and inf are '∞'."""
-    return "∞" if x is None or not math.isfinite(x) else _num(x)
+    return "∞" if x is None or not math.isfinite(x) else _num(x, digits)
 
 
 # --------------------------------------------------------------------------- Table 3
