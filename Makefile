@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench install clean docs
+.PHONY: demo test bench install clean docs reproduce-readme
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: $(TESTSTAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Rerun every `distpriv reproduce` command and rewrite README's reproduction section.
+reproduce-readme: $(STAMP)
+	$(BIN)/python benchmarks/bench_reproduce.py --readme README.md
 
 clean:
 	rm -rf $(VENV) demo-report .pytest_cache

@@ -35,8 +35,31 @@ def test_tupling_run_small(small_data, tmp_path: Path) -> None:
         assert Path(f).stat().st_size > 1000
     assert json.loads((tmp_path / "kawamoto_tupling.json").read_text())["study"] == "kawamoto-tupling"
     assert "Table 2" in kawamoto_tupling.to_markdown(res)
+    md = (tmp_path / "kawamoto_tupling.md").read_text()
+    assert "Table 2" in md and "Timing" in md
+    for f in res["figures"]:
+        assert f"]({Path(f).name})" in md  # every PNG embedded in the report
+    assert "TM: tupling mechanism" in md
+    assert f"|Y| = {res['data']['n_regions']}" in res["data"]["regions_note"]
+    for r in res["fig4"]["rows"]:
+        assert r["asr_se"] == pytest.approx((r["asr"] * (1 - r["asr"]) / res["fig4"]["n_users_home"]) ** 0.5)
     with pytest.raises(InvalidParameterError):
         kawamoto_tupling.run(data=small_data, quick=True, bogus=(1,))
+
+
+def test_region_counts_reachable_by_quadrant_splits() -> None:
+    # each split adds 3 regions to the 110 cells of the 11 × 10 grid: 276 is not reachable
+    assert kawamoto_tupling.reachable_region_counts(110, 276) == (275, 278)
+    assert kawamoto_tupling.reachable_region_counts(110, 275) == (275, 275)
+    assert kawamoto_tupling.reachable_region_counts(110, 100) == (110, 113)
+
+
+def test_paper_region_count_explained() -> None:
+    st = kawamoto_tupling.Setting(synthetic_checkins(2000, rng=0))
+    assert (st.regions.n - 110) % 3 == 0 and st.regions.n in (275, 278)
+    note = st.region_note()
+    assert f"|Y| = {st.regions.n}" in note and "276 regions cannot arise" in note and "275 and 278" in note
+    assert f"|X| = {st.inputs.size}" in note and "228" in note
 
 
 def test_coupling_run_small(small_data) -> None:
@@ -46,6 +69,13 @@ def test_coupling_run_small(small_data) -> None:
     for row in res["sweep"]["rows"]:
         assert row["bound_dinf"] >= row["exact_dinf"] - 1e-9
         assert row["bound_kl"] >= row["exact_kl"] - 1e-9
+
+
+def test_coupling_report(small_data, tmp_path: Path) -> None:
+    res = kawamoto_coupling.run(data=small_data, sizes=(50,), repeats=1, show_progress=False, out=tmp_path)
+    md = (tmp_path / "kawamoto_coupling.md").read_text()
+    assert "](kawamoto_coupling_sweep.png)" in md and "Fig. 2" in md and "Timing" in md
+    assert [Path(f).name for f in res["figures"]] == ["kawamoto_coupling_sweep.png"]
 
 
 def test_cli_commands(monkeypatch) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, InvalidTypeError
 
 FORMATS = ("json", "md")
 
@@ -21,6 +21,13 @@ def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
         raise InvalidParameterError(f"--format: expected one of {list(FORMATS)}, got {fmt!r}")
     return fmt
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """A boolean option (``True``/``False``; numpy booleans accepted)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -52,7 +59,12 @@ def _fmt(v: Any, digits: int = 4) -> str:
         if not math.isfinite(float(v)):
             return "∞" if float(v) > 0 else "–"
         return f"{float(v):.{digits}g}"
-    return str(v)
+    return _cell(str(v))
+
+
+def _cell(text: str) -> str:
+    """A table cell: pipes escaped, line breaks flattened (a cell must not end its row)."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, digits: int = 4) -> str:
@@ -60,7 +72,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
     if not rows:
         return "_(no rows)_\n"
     cols = list(columns) if columns is not None else list(rows[0].keys())
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for r in rows:
         lines.append("| " + " | ".join(_fmt(r.get(c), digits) for c in cols) + " |")
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ region so that D∞ is finite (documented choice; the paper leaves it open).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,11 @@ def run(
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """Fig. 2 example and the privacy-vs-accuracy sweep; ``sizes`` are the numbers of check-ins
-    per attribute value used to estimate λ̂_s (``repeats`` seeded draws each)."""
+    per attribute value used to estimate λ̂_s (``repeats`` seeded draws each).
+
+    ``out`` (a directory) additionally receives the PNG, ``kawamoto_coupling.json`` and the
+    Markdown report ``kawamoto_coupling.md``."""
+    start = time.perf_counter()
     check_int(seed, "seed", minimum=0)
     reps = check_int(repeats, "repeats", minimum=1)
     ns = tuple(sizes) if sizes is not None else (QUICK_SIZES if quick else DEFAULT_SIZES)
@@ -133,10 +138,13 @@ def run(
     if outdir is not None:
         res["figures"] = _plot(res, outdir)
         (outdir / "kawamoto_coupling.json").write_text(dumps(res))
+        timing = "\n## Timing\n\n" + markdown_table([{"item": STUDY, "seconds": time.perf_counter() - start}])
+        (outdir / "kawamoto_coupling.md").write_text(to_markdown(res, figures=True) + timing, encoding="utf-8")
     return res
 
 
 def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
+    """The privacy-vs-accuracy sweep as one PNG: (a) DistP bounds and exact values, (b) expected loss."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,37 +152,47 @@ def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
 
     rows = res["sweep"]["rows"]
     ns = sorted({r["n"] for r in rows})
+    reps = max(r["repeat"] for r in rows) + 1
 
     def mean(key: str) -> list[float]:
         return [float(np.mean([r[key] for r in rows if r["n"] == n])) for n in ns]
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    axes[0].plot(ns, mean("bound_dinf"), "o--", label="Thm 3 bound (D∞)")
-    axes[0].plot(ns, mean("exact_dinf"), "o-", label="exact D∞-DistP")
-    axes[0].plot(ns, mean("bound_kl"), "s--", label="Thm 3 bound (KL)")
-    axes[0].plot(ns, mean("exact_kl"), "s-", label="exact KL-DistP")
-    axes[0].set_xscale("log")
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("check-ins per attribute used for λ̂")
-    axes[0].set_ylabel("ε")
-    axes[0].legend(fontsize=7)
-    axes[1].plot(ns, mean("expected_loss"), "o-")
-    axes[1].set_xscale("log")
-    axes[1].set_xlabel("check-ins per attribute used for λ̂")
-    axes[1].set_ylabel("expected loss")
-    fig.tight_layout()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
+    axes[0].plot(ns, mean("bound_dinf"), "o--", label="Thm 3 bound 2ε̂ (D∞)")
+    axes[0].plot(ns, mean("exact_dinf"), "o-", label="exact D∞-DistP for the true λ_s")
+    axes[0].plot(ns, mean("bound_kl"), "s--", label="Thm 3 bound 2ε̂·e^ε̂ (KL)")
+    axes[0].plot(ns, mean("exact_kl"), "s-", label="exact KL-DistP for the true λ_s")
+    axes[0].set(xscale="log", yscale="log", xlabel="check-ins per attribute value used for λ̂_s",
+                ylabel="ε (divergence DistP)", title="(a) privacy: Theorem 3 bounds vs exact values")
+    axes[0].legend(fontsize=7.5)
+    axes[1].plot(ns, mean("expected_loss"), "o-", label="expected loss E d(x, y) under the true λ_s")
+    axes[1].plot(ns, mean("w1_loss_estimate"), "s--", label="W1(λ̂_s, μ) (the loss the mechanism is built for)")
+    axes[1].set(xscale="log", xlabel="check-ins per attribute value used for λ̂_s", ylabel="expected loss",
+                title="(b) utility: expected quality loss")
+    axes[1].legend(fontsize=7.5)
+    for ax in axes:
+        ax.title.set_fontsize(10)
+        ax.grid(alpha=0.3)
+    sw = res["sweep"]
+    fig.suptitle(f"Kawamoto & Murakami (divergence paper): W1-optimal coupling mechanism, {sw['attribute']}, "
+                 f"target μ = {sw['target']}\n|X| = {sw['n_regions']} regions, smoothing {sw['smoothing']:g} per "
+                 f"region, mean over {reps} subsamples per size", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     path = str(outdir / "kawamoto_coupling_sweep.png")
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]
 
 
-def to_markdown(res: dict[str, Any]) -> str:
-    """Markdown report of :func:`run`'s result."""
+def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
+    """Markdown report of :func:`run`'s result (``figures=True`` embeds the PNG written next to it)."""
     f2 = res["fig2"]
     lines = [f"# {STUDY}\n", "## Fig. 2 / Example 2 (divergence paper)\n"]
     gam = [{"x": i + 1, **{f"y={j + 1}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(f2["coupling_nwc"])]
     lines.append("Coupling γ (North-West corner rule):\n\n" + markdown_table(gam))
+    paper = [{"x": i + 1, **{f"y={j + 1}": float(v) for j, v in enumerate(row)}}
+             for i, row in enumerate(PAPER_FIG2["coupling"])]
+    lines.append("\nPaper's γ (Fig. 2b):\n\n" + markdown_table(paper))
     mat = [{"x": i + 1, **{f"y={j + 1}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(f2["mechanism_matrix"])]
     lines.append("\nCoupling mechanism C(x)[y] = γ[x, y]/λ[x]:\n\n" + markdown_table(mat))
     lines.append(f"\nExpected loss (NWC) = {f2['expected_loss_nwc']:.4g}, (POT) = {f2['expected_loss_pot']:.4g}, "
@@ -187,6 +205,8 @@ def to_markdown(res: dict[str, Any]) -> str:
         agg.append({"n": n, **{c: float(np.mean([r[c] for r in sel])) for c in cols}})
     lines.append("## Coupling-mechanism privacy vs accuracy of λ̂ (male/female, means over repeats)\n")
     lines.append(markdown_table(agg, ["n", *cols]))
+    if figures and res.get("figures"):
+        lines.append("\n![kawamoto_coupling_sweep](kawamoto_coupling_sweep.png)\n")
     return "\n".join(lines)
 
 

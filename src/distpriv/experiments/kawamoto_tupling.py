@@ -22,6 +22,7 @@ not the Theorem 3 bound, which Table 2 compares.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +72,31 @@ QUICK: dict[str, tuple[float, ...]] = {
 }
 
 
+#: Section 7.1: an 11 × 10 grid re-divided into |Y| = 276 regions, |X| = 228 of them in the central box.
+GRID = (11, 10)
+PAPER_REGIONS = 276
+PAPER_INPUTS = 228
+
+
+def reachable_region_counts(base_cells: int, target: int) -> tuple[int, int]:
+    """The region counts next to ``target`` that quadrant splitting can produce from ``base_cells`` cells.
+
+    Splitting one region into four adds three, so every partition has
+    base_cells + 3s regions; returns the nearest such counts below-or-at and above ``target``.
+    """
+    s = max(0, (target - base_cells) // 3)
+    lo = base_cells + 3 * s
+    return lo, lo if lo == target else lo + 3
+
+
 class Setting:
     """Regions, input set, distances and attribute distributions built from check-ins."""
 
-    def __init__(self, data: CheckinData, n_regions: int = 276) -> None:
+    def __init__(self, data: CheckinData, n_regions: int = PAPER_REGIONS) -> None:
         pts = data.points()
         self.data = data
-        self.regions = local.build_regions(pts, data.bbox, 11, 10, target=n_regions)
+        self.target_regions = n_regions
+        self.regions = local.build_regions(pts, data.bbox, *GRID, target=n_regions)
         self.inputs = self.regions.inner(MANHATTAN_INNER_BBOX if data.bbox == MANHATTAN_BBOX else _shrink(data.bbox))
         if self.inputs.size < 2:
             raise InvalidParameterError("data: fewer than two regions in the central box")
@@ -99,6 +118,21 @@ class Setting:
         pos[self.inputs] = np.arange(self.inputs.size)
         self.input_index = pos[np.where(idx >= 0, idx, 0)]
         self.input_index[idx < 0] = -1
+
+    def region_note(self) -> str:
+        """Why |Y| and |X| differ from the paper's 276 and 228 (computed counts)."""
+        base = GRID[0] * GRID[1]
+        lo, hi = reachable_region_counts(base, self.target_regions)
+        if lo == self.target_regions:
+            reach = f"{self.target_regions} is reachable"
+        else:
+            reach = (f"{self.target_regions} − {base} = {self.target_regions - base} is not a multiple of 3, so "
+                     f"{self.target_regions} regions cannot arise; the nearest counts are {lo} and {hi}")
+        return (f"|Y| = {self.regions.n} regions: the {GRID[0]} × {GRID[1]} grid has {base} cells and each split "
+                f"into quadrants adds 3, so a partition has {base} + 3s regions; {reach} (the crowding threshold "
+                f"is chosen to come closest to {self.target_regions}). |X| = {self.inputs.size} regions lie in the "
+                f"central box (paper: {PAPER_INPUTS}); how many depends on where the check-ins are dense, and these "
+                f"are {self.data.source} check-ins, not the paper's Foursquare data")
 
     def pair(self, attribute: str) -> tuple[str, str]:
         pairs = {"male/female": ("male", "female"), "home/out": ("home", "out"),
@@ -139,8 +173,10 @@ def run(
     """Compute Fig. 2a–d, Fig. 4, Fig. 5 and Table 2; returns a JSON-able dict.
 
     ``sweeps`` may override any of :data:`DEFAULTS` (e.g. ``k_values=(1, 5)``).
-    ``out`` (a directory) additionally receives PNG figures and ``kawamoto_tupling.json``.
+    ``out`` (a directory) additionally receives PNG figures, ``kawamoto_tupling.json`` and the
+    Markdown report ``kawamoto_tupling.md``.
     """
+    start = time.perf_counter()
     check_int(seed, "seed", minimum=0)
     unknown = set(sweeps) - set(DEFAULTS)
     if unknown:
@@ -155,7 +191,9 @@ def run(
     res: dict[str, Any] = {
         "study": STUDY,
         "data": {"source": data.source, "n_checkins": int(len(data.checkins)), "n_regions": st.regions.n,
-                 "n_inputs": int(st.inputs.size), **{k: v for k, v in data.meta.items() if k != "files"}},
+                 "n_inputs": int(st.inputs.size), "paper_n_regions": PAPER_REGIONS, "paper_n_inputs": PAPER_INPUTS,
+                 "regions_note": st.region_note(),
+                 **{k: v for k, v in data.meta.items() if k != "files"}},
         "delta": DELTA,
     }
     total = (len(sw["k_values"]) + len(sw["eps_a_values"]) + len(sw["radii"]) + len(sw["asr_eps_a"])
@@ -197,7 +235,8 @@ def run(
             eps = t.distp_epsilon(st.lams[ho[0]], st.lams[ho[1]], DELTA)
             att = local.BayesAttacker(t, {ho[0]: st.lams[ho[0]], ho[1]: st.lams[ho[1]]})
             asr = att.empirical_success_rate(ho[0], home_inputs, rng=gen)
-            rows.append({"eps_a": float(ea), "epsilon": eps, "asr": asr})
+            se = float(np.sqrt(asr * (1.0 - asr) / max(home_inputs.size, 1)))
+            rows.append({"eps_a": float(ea), "epsilon": eps, "asr": asr, "asr_se": se})
             adv()
         res["fig4"] = {"attribute": "home/out", "k": 10, "r": 0.02, "n_users_home": int(home_inputs.size), "rows": rows}
 
@@ -240,7 +279,13 @@ def run(
     if outdir is not None:
         res["figures"] = _plot(res, outdir)
         (outdir / "kawamoto_tupling.json").write_text(dumps(res))
+        (outdir / "kawamoto_tupling.md").write_text(
+            to_markdown(res, figures=True) + _timing_md(time.perf_counter() - start), encoding="utf-8")
     return res
+
+
+def _timing_md(seconds: float) -> str:
+    return "\n## Timing\n\n" + markdown_table([{"item": STUDY, "seconds": seconds}])
 
 
 def _point_row(name: str, param: float, a: local.Mechanism, l0: np.ndarray, l1: np.ndarray,
@@ -249,70 +294,112 @@ def _point_row(name: str, param: float, a: local.Mechanism, l0: np.ndarray, l1: 
             "expected_loss": a.expected_loss(pooled, cost)}
 
 
+#: Fig. 5 legend: what each curve is and which parameter moves along it.
+MECHANISM_NAMES = {
+    "TM": "TM: tupling mechanism, (ε_A, 0.02)-RL + 10 dummies (ε_A varies)",
+    "RR": "RR: randomized response over Y (its ε varies)",
+    "PL": "PL: planar Laplace (its ε varies)",
+    "PG": "PG: planar Gaussian (σ varies)",
+}
+
+
 def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
+    """Fig. 2 (four panels), Fig. 4 and Fig. 5 as PNGs with titles, panel labels and legends."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    d = res["data"]
+    where = f"{d['source']} check-ins, |Y| = {d['n_regions']}, |X| = {d['n_inputs']}"
     files = []
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
-    specs = (("fig2a", "k", "#dummies k"), ("fig2b", "eps_a", "ε_A of (ε_A, 0.02)-RL"), ("fig2c", "r", "radius r"))
-    for ax, (key, col, label) in zip(axes[:3], specs, strict=False):
-        rows = res[key]["rows"]
-        ax.plot([r[col] for r in rows], [r["epsilon"] for r in rows], "o-")
-        ax.set_xlabel(label)
-        ax.set_ylabel("ε of (ε, 0.001)-DistP")
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.4))
+    f2a, f2b, f2c = res["fig2a"], res["fig2b"], res["fig2c"]
+    specs = (
+        ("fig2a", "k", "number of dummies k", f"(a) ε vs k (ε_A = {f2a['eps_a']:g}, r = {f2a['r']:g})"),
+        ("fig2b", "eps_a", "ε_A of the (ε_A, r)-RL mechanism", f"(b) ε vs ε_A (k = {f2b['k']}, r = {f2b['r']:g})"),
+        ("fig2c", "r", "radius r of the RL mechanism", f"(c) ε vs r (k = {f2c['k']}, ε_A = {f2c['eps_a']:g})"),
+    )
+    for ax, (key, col, xlabel, title) in zip(axes[:3], specs, strict=False):
+        rows = sorted(res[key]["rows"], key=lambda r, c=col: r[c])
+        ax.plot([r[col] for r in rows], [r["epsilon"] for r in rows], "o-", label="exact ε, male/female")
+        ax.set(xlabel=xlabel, ylabel=f"ε of (ε, {res['delta']:g})-DistP", title=title)
         if key == "fig2b":
             ax.set_xscale("log")
+        ax.legend(fontsize=8)
     for r_val in sorted({r["r"] for r in res["fig2d"]["rows"]}):
-        rows = [r for r in res["fig2d"]["rows"] if r["r"] == r_val]
-        axes[3].plot([r["eps_a"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=f"r={r_val:g}")
-    axes[3].set_xscale("log")
-    axes[3].set_xlabel("ε_A (k = 5)")
-    axes[3].set_ylabel("expected loss")
-    axes[3].legend()
-    fig.tight_layout()
+        rows = sorted((r for r in res["fig2d"]["rows"] if r["r"] == r_val), key=lambda r: r["eps_a"])
+        axes[3].plot([r["eps_a"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=f"r = {r_val:g}")
+    axes[3].set(xscale="log", xlabel="ε_A of the (ε_A, r)-RL mechanism", ylabel="expected quality loss",
+                title=f"(d) expected loss vs ε_A (k = {res['fig2d']['k']})")
+    axes[3].legend(fontsize=8, title="radius", title_fontsize=8)
+    for ax in axes:
+        ax.title.set_fontsize(10)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Kawamoto & Murakami Fig. 2 (reproduced): DistP and quality loss of the tupling mechanism, "
+                 f"male/female\n{where}", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     files.append(str(outdir / "kawamoto_tupling_fig2.png"))
-    fig.savefig(files[-1], dpi=120)
+    fig.savefig(files[-1], dpi=110)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(4.5, 3.6))
-    rows = res["fig4"]["rows"]
-    ax.plot([r["epsilon"] for r in rows], [r["asr"] for r in rows], "o-")
-    ax.axhline(0.5, color="grey", ls="--")
-    ax.set_xlabel("ε of (ε, 0.001)-DistP (home/out)")
-    ax.set_ylabel("attack success rate")
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    rows = sorted(res["fig4"]["rows"], key=lambda r: r["epsilon"])  # joined in ε order
+    eps = [r["epsilon"] for r in rows]
+    asr = [r["asr"] for r in rows]
+    half = [1.96 * r.get("asr_se", 0.0) for r in rows]
+    ax.errorbar(eps, asr, yerr=half, fmt="-", color="grey", ecolor="grey", capsize=3, zorder=1,
+                label="Bayes attacker on 'home' check-ins, 95% interval (joined in ε order)")
+    for r, marker in zip(sorted(rows, key=lambda r: r["eps_a"]), "osD^v<>ph*", strict=False):
+        ax.plot(r["epsilon"], r["asr"], marker=marker, ls="none", ms=7, zorder=2, label=f"ε_A = {r['eps_a']:g}")
+    ax.axhline(0.5, color="grey", ls="--", label="ASR = 0.5: the attacker learns nothing")
+    ax.set(xlabel=f"ε of (ε, {res['delta']:g})-DistP for home/out", ylabel="attack success rate (ASR)",
+           title=f"DistP vs ASR, home/out (k = {res['fig4']['k']}, r = {res['fig4']['r']:g})")
+    ax.title.set_fontsize(10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="lower right", ncol=2)
+    fig.suptitle(f"Kawamoto & Murakami Fig. 4 (reproduced)\n{where}", fontsize=10)
     fig.tight_layout()
     files.append(str(outdir / "kawamoto_tupling_fig4.png"))
-    fig.savefig(files[-1], dpi=120)
+    fig.savefig(files[-1], dpi=110)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(4.5, 3.6))
+    fig, ax = plt.subplots(figsize=(8.4, 5.6))
     for mech in ("TM", "RR", "PL", "PG"):
         rows = sorted((r for r in res["fig5"]["rows"] if r["mechanism"] == mech), key=lambda r: r["epsilon"])
-        ax.plot([r["epsilon"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=mech)
+        ax.plot([r["epsilon"] for r in rows], [r["expected_loss"] for r in rows], "o-", label=MECHANISM_NAMES[mech])
     ax.set_xscale("symlog", linthresh=0.01)
-    ax.set_xlabel("ε of (ε, 0.001)-DistP (male/female)")
-    ax.set_ylabel("expected loss")
-    ax.legend()
+    ax.set(xlabel=f"ε of (ε, {res['delta']:g})-DistP for male/female (symlog axis)", ylabel="expected quality loss",
+           title="(ε, 0.001)-DistP vs expected loss: lower left is better")
+    ax.title.set_fontsize(10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    fig.suptitle(f"Kawamoto & Murakami Fig. 5 (reproduced)\n{where}", fontsize=10)
     fig.tight_layout()
     files.append(str(outdir / "kawamoto_tupling_fig5.png"))
-    fig.savefig(files[-1], dpi=120)
+    fig.savefig(files[-1], dpi=110)
     plt.close(fig)
     return files
 
 
-def to_markdown(res: dict[str, Any]) -> str:
-    """Markdown report of :func:`run`'s result."""
-    parts = [f"# {STUDY} (data: {res['data']['source']}, {res['data']['n_regions']} regions, "
-             f"|X| = {res['data']['n_inputs']})\n"]
+def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
+    """Markdown report of :func:`run`'s result (``figures=True`` embeds the PNGs written next to it)."""
+    d = res["data"]
+    parts = [f"# {STUDY} (data: {d['source']}, {d['n_regions']} regions, |X| = {d['n_inputs']})\n",
+             f"Regions: {d.get('regions_note', '')}\n"]
+
+    def fig(name: str) -> str:
+        return f"\n![{name}](kawamoto_tupling_{name}.png)\n" if figures and res.get("figures") else ""
+
     parts.append("## Fig. 2a: ε vs k ((100, 0.02)-RL, male/female)\n" + markdown_table(res["fig2a"]["rows"]))
     parts.append("## Fig. 2b: ε vs ε_A (k = 10, r = 0.02)\n" + markdown_table(res["fig2b"]["rows"]))
     parts.append("## Fig. 2c: ε vs r (k = 10, ε_A = 100)\n" + markdown_table(res["fig2c"]["rows"]))
-    parts.append("## Fig. 2d: expected loss vs ε_A (k = 5)\n" + markdown_table(res["fig2d"]["rows"]))
-    parts.append("## Fig. 4: ε vs attack success rate (home/out)\n" + markdown_table(res["fig4"]["rows"]))
-    parts.append("## Fig. 5: (ε, 0.001)-DistP vs expected loss (male/female)\n" + markdown_table(res["fig5"]["rows"]))
+    parts.append("## Fig. 2d: expected loss vs ε_A (k = 5)\n" + markdown_table(res["fig2d"]["rows"]) + fig("fig2"))
+    parts.append("## Fig. 4: ε vs attack success rate (home/out)\n"
+                 + markdown_table(sorted(res["fig4"]["rows"], key=lambda r: r["epsilon"])) + fig("fig4"))
+    parts.append("## Fig. 5: (ε, 0.001)-DistP vs expected loss (male/female)\n"
+                 + "\n".join(f"- {v}" for v in MECHANISM_NAMES.values()) + "\n\n"
+                 + markdown_table(res["fig5"]["rows"]) + fig("fig5"))
     parts.append(
         "## Table 2: Theorem 3/7 bounds vs exact values (k = 10, ε_A = 10, r = 0.02)\n"
         + markdown_table(res["table2"]["rows"], ["divergence", "theorem_bound", "exact", "paper_theoretical",
