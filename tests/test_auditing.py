@@ -287,8 +287,21 @@ def test_local_tupling_scores_are_exact_log_likelihood_ratios() -> None:
 
 
 # --------------------------------------------------------------------------- other central settings
+def test_round_scores_restores_ties() -> None:
+    s = np.array([0.9999999999999998, 1.0000000000000002, -np.inf, np.inf, 0.0, 123.456789012345, -2.5e-7])
+    out = au._round_scores(s)
+    assert out[0] == out[1] == 1.0
+    assert list(out[2:5]) == [-np.inf, np.inf, 0.0]
+    assert out[5] == pytest.approx(123.456789, abs=1e-9) and out[6] == -2.5e-7
+
+
 def test_gaussian_laplace_closed_form_path() -> None:
-    """ExpM (L) on a near-translation 1-D model: true ε <= 1 (Laplace, sensitivity 1); the audit approaches it."""
+    """ExpM (L) on a near-translation 1-D model: true ε <= 1 (Laplace, sensitivity 1); the audit approaches it.
+
+    Regression: the exact ratio is constant (= 1) for y >= 1 up to a few ulps; without
+    rounding the scores, a threshold between those ulps selected releases by their last
+    mantissa bit — which float addition biases for one secret — and "refuted" the claim.
+    """
     model = _unit_model(1e-4)
     mech = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0)
     r = dp.audit(mech, model, (0, 1), trials=20_000, rng=np.random.default_rng(0))

@@ -328,7 +328,8 @@ class AuditReport:
         The exact ε at δ of the output pair under the auditor's model where it is
         computable (local mechanisms: :func:`distpriv.local.distp_epsilon`; Gaussian
         outputs with equal covariances: Balle & Wang's profile; resampled rows without
-        noise: the exact hockey-stick divergence), else ``None``.
+        noise: the exact hockey-stick divergence), else ``None``; the note says which,
+        or why not.
     min_trials:
         The fewest trials per secret that could refute the claim at this confidence.
     """
@@ -463,7 +464,9 @@ def _gauss_laplace_scorer(m0: float, v0: float, m1: float, v1: float, b: float) 
     return score
 
 
-def _atoms_scorer(rows0: NDArray[np.float64], rows1: NDArray[np.float64]) -> tuple[Scorer, float | None, Any]:
+def _atoms_scorer(
+    rows0: NDArray[np.float64], rows1: NDArray[np.float64]
+) -> tuple[Scorer, Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]]]:
     """Exact LR of resampled rows: copies of y among θ's rows over N_θ (±inf where one law has no copy)."""
     def score(y: NDArray[np.float64]) -> NDArray[np.float64]:
         allrows = np.concatenate([rows0, rows1, y])
@@ -485,7 +488,7 @@ def _atoms_scorer(rows0: NDArray[np.float64], rows1: NDArray[np.float64]) -> tup
         return (np.bincount(inv[:len(rows0)], minlength=size) / len(rows0),
                 np.bincount(inv[len(rows0):], minlength=size) / len(rows1))
 
-    return score, None, laws
+    return score, laws
 
 
 def _logsumexp_rows(u: NDArray[np.float64], r: NDArray[np.float64], metric: str) -> NDArray[np.float64]:
@@ -625,7 +628,7 @@ def _central_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> 
         r0, r1 = rows
         noiseless = kind == "none" or (kind == "gaussian" and not np.any(np.asarray(mech.noise_covariance)))
         if noiseless:
-            scorer, _, laws = _atoms_scorer(r0, r1)
+            scorer, laws = _atoms_scorer(r0, r1)
             name, note = "exact-atoms", "exact likelihood ratio of resampled rows (no noise)"
 
             def exact_atoms(d: float) -> float:
@@ -1002,7 +1005,7 @@ def audit(
         roc=_roc(ev[0], ev[1], ">="),
         roc_mirrored=_roc(ev[0], ev[1], "<="),
         exact_epsilon=None if exact is None else float(exact),
-        exact_note=setting.exact_note if exact is not None else "",
+        exact_note=setting.exact_note,
         min_trials=need,
     )
 
