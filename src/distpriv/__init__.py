@@ -9,6 +9,7 @@ privacy). See ``distpriv.calibrate`` for the central mechanisms and
 from __future__ import annotations
 
 from . import calibration, distances
+from .auditing import AuditReport, audit
 from .errors import (
     AssumptionError,
     AssumptionWarning,
@@ -50,6 +51,7 @@ __all__ = [
     "ADULT_QUERY",
     "MECHANISMS",
     "AssumptionError",
+    "AuditReport",
     "AssumptionWarning",
     "ClassicCalibrationWarning",
     "DataUnavailableError",
@@ -66,6 +68,7 @@ __all__ = [
     "QueryModel",
     "Statistic",
     "UnknownLabelError",
+    "audit",
     "calibrate",
     "calibration",
     "compose",
