@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 
@@ -16,16 +15,12 @@ from distpriv.errors import (
     InvalidParameterError,
     UnknownLabelError,
 )
-from distpriv.guarantees import Guarantee
 from distpriv.release import (
     ReleaseSpec,
     build_spec,
-    compose_releases,
     diagnose_assumptions,
-    read_previous,
     select_mechanism,
 )
-from distpriv.release.compose import PreviousRelease
 from distpriv.release.selection import box_m_test
 
 PAIRS = [(0.45, 0.55)]
@@ -114,13 +109,14 @@ def test_spec_from_toml_and_cli_override(tmp_path) -> None:
     data.write_text("a,b\n1,x\n2,y\n")
     cfg = tmp_path / "s.toml"
     cfg.write_text('data = "d.csv"\nstats = {"Average a" = "mean:a"}\nprotect = "b=x"\naround = 0.5\ngap = 0.1\n'
-                   "epsilon = 2.0\ndelta = 1e-4\n")
+                   "epsilon = 2.0\ndelta = 1e-4\nmodel_from_data = true\n")
     spec = build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=0.5,
                       delta=None, mechanism=None, population=None, config=cfg)
     assert spec.data == data.resolve() or spec.data.samefile(data)
     assert spec.names == ("Average a",) and spec.stats == ("mean:a",)
     assert spec.pairs == ((0.45, 0.55),)
     assert spec.epsilon == 0.5 and spec.delta == 1e-4  # CLI wins, file fills the rest
+    assert spec.model_from_data and spec.source == "data" and spec.seed is None
 
 
 @pytest.mark.parametrize(
@@ -131,13 +127,26 @@ def test_spec_from_toml_and_cli_override(tmp_path) -> None:
         ({"pairs": ((0.5, 1.2),)}, InvalidParameterError, r"outside \[0, 1\]"),
         ({"mechanism": "magic"}, UnknownLabelError, "unknown mechanism"),
         ({"data": "missing.csv"}, DataUnavailableError, "file not found"),
+        ({"model_from_data": False}, InvalidParameterError, "--population: f_θ needs a model of the data"),
+        ({"model": "m.toml"}, InvalidParameterError, "give only one of --population, --model and --model-from-data"),
+        ({"model_from_data": False, "model": "missing.toml"}, DataUnavailableError, "--model: file not found"),
+        ({"model_from_data": False, "model": "d.csv", "n": 2}, InvalidParameterError, "--n: not used with --model"),
+        ({"seed": -1}, InvalidParameterError, "--seed: must be a non-negative integer"),
+        ({"previous": ("d.csv",)}, InvalidParameterError, "--previous: .* is a file; give the --out folder"),
+        ({"previous": ("nowhere",)}, DataUnavailableError, "--previous: folder not found"),
     ],
 )
 def test_spec_validation(tmp_path, changes, error, match) -> None:
     data = tmp_path / "d.csv"
     data.write_text("a,b\n1,x\n2,y\n")
-    kw = {"data": data, "stats": ("mean:a",), "protect": "b=x", "pairs": PAIRS, "epsilon": 1.0, "delta": 1e-3}
+    kw = {"data": data, "stats": ("mean:a",), "protect": "b=x", "pairs": PAIRS, "epsilon": 1.0, "delta": 1e-3,
+          "model_from_data": True}
     kw.update(changes)
+    for key in ("data", "model"):
+        if isinstance(kw.get(key), str):
+            kw[key] = tmp_path / kw[key]
+    if "previous" in kw:
+        kw["previous"] = tuple(tmp_path / p for p in kw["previous"])
     with pytest.raises(error, match=match):
         ReleaseSpec(**kw)
 
@@ -152,41 +161,6 @@ def test_malformed_toml(tmp_path) -> None:
     with pytest.raises(InvalidParameterError, match="unknown key 'epsilonn'"):
         build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=None,
                    delta=None, mechanism=None, population=None, config=cfg)
-
-
-# --------------------------------------------------------------------------- composition
-def _prev(tmp_path, name: str, sha: str, eps: float = 0.5, deterministic: bool = False) -> PreviousRelease:
-    doc = {"mechanism": "dirm-laplace", "guarantee": {"epsilon": eps, "delta": 0.0, "mechanism": "dirm-laplace",
-                                                      "assumptions": ["a1"]},
-           "data": {"sha256": sha}, "secret": {"protect": "b=x", "pairs": [[0.45, 0.55]], "deterministic": deterministic}}
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
-    return read_previous(p)
-
-
-def test_compose_same_data_refused_independent_data_composed(tmp_path) -> None:
-    cur = Guarantee(1.0, 1e-3, "eigm", pairs=((0.45, 0.55),))
-    same = _prev(tmp_path, "a.json", "abc")
-    with pytest.raises(AssumptionError, match="same data.*does not compose"):
-        compose_releases([same], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
-    # Prop A.4: every θ fixes the query value
-    c = compose_releases([_prev(tmp_path, "d.json", "abc", deterministic=True)], cur, sha256="abc", protect="b=x",
-                         pairs=PAIRS, deterministic=True, independent=False)
-    assert c.proposition == "A.4" and c.guarantee.epsilon == pytest.approx(1.5)
-    other = _prev(tmp_path, "b.json", "def")
-    with pytest.raises(AssumptionError, match="--independent"):
-        compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=False)
-    c = compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
-    assert c.proposition == "A.5"
-    assert c.guarantee.epsilon == pytest.approx(1.5) and c.guarantee.delta == pytest.approx(1e-3)
-    assert any("independently" in a for a in c.guarantee.assumptions)
-    with pytest.raises(AssumptionError, match="same protected property"):
-        compose_releases([other], cur, sha256="abc", protect="b=y", pairs=PAIRS, deterministic=False, independent=True)
-    bad = tmp_path / "bad.json"
-    bad.write_text("{}")
-    with pytest.raises(InvalidParameterError, match="not the JSON output"):
-        read_previous(bad)
-    assert math.isclose(c.guarantee.delta, 1e-3)
 
 
 def test_classic_calibration_beyond_eps_1_never_claims_more_than_proven() -> None:
