@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,13 @@ import pytest
 from distpriv.errors import AssumptionError, InvalidParameterError
 from distpriv.guarantees import Guarantee
 from distpriv.release.compose import check_compatible, compose_releases, decide_propositions
-from distpriv.release.fingerprints import canonical_rows, count_shared, new_key, row_fingerprints
+from distpriv.release.fingerprints import (
+    MISSING,
+    canonical_table,
+    count_shared,
+    new_key,
+    row_fingerprints,
+)
 from distpriv.release.ledger import (
     ChainEntry,
     Ledger,
@@ -73,15 +82,35 @@ def frame() -> pd.DataFrame:
     return pd.DataFrame({"b": [1.0, 2.5, np.nan, 7.0], "a": ["x ", "y", "z", "é"], "c": [True, False, True, True]})
 
 
-def test_fingerprints_are_keyed_siphash_of_the_canonical_row() -> None:
+def reference_fingerprint(row: dict, key: str) -> int:
+    """fp(r) from the module docstring, written independently: per-cell SipHash, multiply-xor combination."""
+    out, mult, d = 0x345678, 1000003, len(row)
+    for i, name in enumerate(sorted(row)):
+        v = row[name]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            cell = MISSING
+        elif isinstance(v, (bool, int, float, np.floating, np.integer, np.bool_)):
+            cell = struct.pack("<d", float(v) + 0.0).rstrip(b"\x00")
+        else:
+            cell = str(v).strip().encode("utf-8")
+        ck = base64.urlsafe_b64encode(hashlib.blake2b(name.encode(), key=key.encode(), digest_size=12).digest())
+        out = ((out ^ finalise(siphash24(ck, cell))) * mult) & MASK
+        mult += 82520 + 2 * (d - i)
+    return (out + 97531) & MASK
+
+
+def test_fingerprints_are_keyed_siphash_of_the_canonical_cells() -> None:
     df = frame()
-    rows = canonical_rows(df)
-    assert rows[0] == "a\x1fx\x1eb\x1f1\x1ec\x1f1"  # sorted names, stripped strings, integral float as int
-    assert rows[2] == "a\x1fz\x1eb\x1f\x00\x1ec\x1f1"  # missing value
+    cells = canonical_table(df).cells()
+    assert list(cells) == ["a", "b", "c"]  # sorted by name
+    assert cells["a"][0] == b"x" and cells["b"][0] == struct.pack("<d", 1.0).rstrip(b"\x00")
+    assert cells["b"][2] == MISSING and cells["c"][1] == b""  # False is 0.0: all bytes zero
     key = new_key()
-    want = sorted(finalise(siphash24(key.encode(), r.encode("utf-8"))) for r in rows)
+    want = sorted(reference_fingerprint(r, key) for r in df.to_dict("records"))
     assert row_fingerprints(df, key).tolist() == want
     assert row_fingerprints(df, new_key()).tolist() != want  # another key, other fingerprints
+    renamed = df.rename(columns={"a": "A"})
+    assert not set(row_fingerprints(renamed, key).tolist()) & set(want)  # column names are bound in
 
 
 def test_fingerprints_ignore_column_order_dtype_and_file_format(tmp_path: Path) -> None:
@@ -97,6 +126,8 @@ def test_fingerprints_ignore_column_order_dtype_and_file_format(tmp_path: Path) 
     changed = df.copy()
     changed.loc[3, "b"] = 71.0  # one appended digit changes one row, not the others
     assert count_shared(row_fingerprints(changed, key), b) == 3
+    big = pd.DataFrame({"id": np.array([2**60, 2**60 + 1], dtype=np.int64)})  # beyond float64: kept exact
+    assert len(set(row_fingerprints(big, key).tolist())) == 2
 
 
 def test_count_shared_is_a_multiset_intersection() -> None:

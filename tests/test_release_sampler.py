@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 import distpriv as dp
-from distpriv.release.noise import grid_for, plan_noise
+from distpriv.release.noise import exact_rotate, grid_for, plan_noise
 from distpriv.release.sampler import SeededBits, bit_source, sample_rounded, sample_rounded_many
 from distpriv.release.selection import Candidate
 
@@ -259,3 +259,14 @@ def test_noiseless_plan_publishes_the_statistics() -> None:
     assert plan.noiseless and plan.grid is None and plan.kind == "none"
     x = np.array([1.25, 3.5])
     np.testing.assert_array_equal(plan.apply(x, SeededBits(0)), x)
+
+
+def test_exact_rotation_matches_rational_arithmetic() -> None:
+    r = np.random.default_rng(0)
+    q, _ = np.linalg.qr(r.normal(size=(7, 7)))
+    x = r.normal(size=7) * 10.0 ** r.integers(-12, 12, 7)
+    x[2] = 0.0
+    x[3] = 5e-324  # subnormal
+    want = [sum((Fraction(float(q[j, k])) * Fraction(float(x[j])) for j in range(7)), Fraction(0)) for k in range(7)]
+    assert exact_rotate(q, x) == want
+    assert exact_rotate(np.eye(3), np.array([0.1, -2.5, 1e300])) == [Fraction(0.1), Fraction(-2.5), Fraction(1e300)]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -21,7 +23,9 @@ from distpriv.release import (
     diagnose_assumptions,
     select_mechanism,
 )
+from distpriv.release.declared import declared_diagnostics, load_model_file
 from distpriv.release.selection import box_m_test
+from test_release_privacy import MODEL_BAD, MODEL_TOML
 
 PAIRS = [(0.45, 0.55)]
 
@@ -206,3 +210,54 @@ def test_divergence_gap_needs_a_fine_enough_histogram():
         diag = selection.diagnose_assumptions(model, [(0.4, 0.5)], epsilon=1.0, delta=1e-3)
         assert math.isfinite(diag.divergence_lambda) is finite
     assert selection.histogram_bins(1000, 5) < selection.MIN_BINS <= selection.histogram_bins(1000, 1)
+
+
+# --------------------------------------------------------------------------- declared models (--model FILE)
+@pytest.mark.parametrize("case", sorted(MODEL_BAD))
+def test_model_file_validation(tmp_path, case) -> None:
+    text, match = MODEL_BAD[case]
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    with pytest.raises(InvalidParameterError, match=re.escape(match)) as err:
+        load_model_file(path, ["mean:age", "count:sex=Female"], PAIRS)
+    assert str(err.value).startswith("--model: m.toml: ")
+
+
+def test_model_file_json_and_toml_agree(tmp_path) -> None:
+    (tmp_path / "m.toml").write_text(MODEL_TOML)
+    doc = {"statistics": ["mean:age", "count:sex = Female"],  # specs compared canonically
+           "theta": {"0.45": {"mean": [42.25, 147.0], "covariance": [[0.26, 0.1], [0.1, 90.0]]},
+                     "0.55": {"mean": [42.75, 153.0], "covariance": [[0.26, 0.1], [0.1, 90.0]]},
+                     "0.5": {"mean": [42.5, 150.0], "covariance": [[1.0, 0.0], [0.0, 1.0]]}}}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    a = load_model_file(tmp_path / "m.toml", ["mean:age", "count:sex=Female"], PAIRS)
+    b = load_model_file(tmp_path / "m.json", ["mean:age", "count:sex=Female"], PAIRS)
+    assert a.model.labels == b.model.labels == (0.45, 0.55)  # the extra θ = 0.5 is ignored
+    for lab in PAIRS[0]:
+        np.testing.assert_array_equal(a.model.mean(lab), b.model.mean(lab))
+        np.testing.assert_array_equal(a.model.covariance(lab), b.model.covariance(lab))
+    assert len(a.sha256) == 64 and a.sha256 != b.sha256
+    with pytest.raises(InvalidParameterError, match="unsupported file type"):
+        (tmp_path / "m.yaml").write_text("x")
+        load_model_file(tmp_path / "m.yaml", ["mean:age"], PAIRS)
+
+
+def test_declared_model_assumptions_are_exact() -> None:
+    cov = np.array([[0.26, 0.1], [0.1, 90.0]])
+    mu = {0.45: np.array([42.25, 147.0]), 0.55: np.array([42.75, 153.0])}
+    eq = dp.GaussianModel(mu, {0.45: cov, 0.55: cov})
+    diag = declared_diagnostics(eq, PAIRS, epsilon=1.0, delta=1e-3)
+    assert all(t.holds for t in diag.tests.values())
+    assert diag.wasserstein_w == pytest.approx(0.5 + 6.0) and diag.translation_w == 0.0  # W∞ = ||Δμ||₁
+    sel = select_mechanism(eq, PAIRS, epsilon=1.0, delta=1e-3, diagnostics=diag)
+    kept = {c.name for c in sel.candidates if c.kept}
+    assert {"expm-laplace", "dirm-laplace", "eigm", "wasserstein"} <= kept
+    assert not any(c.name.startswith("groupdp") and c.kept for c in sel.candidates)  # no table, no sensitivities
+    assert any("declared Gaussian model" in a for a in sel.candidates[[c.name for c in sel.candidates].index(
+        "expm-laplace")].guarantee.assumptions)
+    # unequal covariances: no translation, W∞ infinite; only the assumption-free Approx. Wasserstein remains
+    uneq = dp.GaussianModel(mu, {0.45: cov, 0.55: 2 * cov})
+    diag = declared_diagnostics(uneq, PAIRS, epsilon=1.0, delta=1e-3)
+    assert not diag.tests["translation"].holds and math.isinf(diag.wasserstein_w)
+    sel = select_mechanism(uneq, PAIRS, epsilon=1.0, delta=1e-3, diagnostics=diag)
+    assert {c.name for c in sel.candidates if c.kept} == {"approx-wasserstein"}

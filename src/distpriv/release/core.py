@@ -52,7 +52,7 @@ from .data import (
     public_seed,
 )
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
-from .fingerprints import canonical_rows, count_shared, new_key, row_fingerprints
+from .fingerprints import canonical_table, count_shared, new_key, row_fingerprints
 from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
 from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
@@ -191,8 +191,8 @@ def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
     if previous:  # refuse what can be refused before any modelling
         check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
         chain, _ = merged_chain(previous)
-        rows = canonical_rows(data.frame)
-        shared = {e.id: count_shared(row_fingerprints(data.frame, e.fingerprint_key, rows=rows), e.fingerprints)
+        canon = canonical_table(data.frame)
+        shared = {e.id: count_shared(row_fingerprints(data.frame, e.fingerprint_key, table=canon), e.fingerprints)
                   for e in chain}
         decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent, deterministic=None)
     if spec.population is not None:

@@ -48,7 +48,7 @@ from ..errors import AssumptionError, InvalidTypeError
 from ..guarantees import Guarantee
 from .sampler import START_PRECISION, BitSource, Law, sample_rounded_many
 
-__all__ = ["GRID_DIVISOR_BITS", "NoisePlan", "grid_for", "plan_noise"]
+__all__ = ["GRID_DIVISOR_BITS", "NoisePlan", "exact_rotate", "grid_for", "plan_noise"]
 
 #: g <= min noise std / 2^GRID_DIVISOR_BITS.
 GRID_DIVISOR_BITS = 10
@@ -79,12 +79,25 @@ def grid_for(stds: ArrayLike) -> float | None:
     return 2.0**e
 
 
-def _exact_rotate(basis: NDArray[np.float64], x: NDArray[np.float64]) -> list[Fraction]:
-    """y = Vᵀ x in exact rational arithmetic (V and x taken as their exact binary values)."""
-    vq = [[Fraction(float(v)) for v in row] for row in basis]
-    xq = [Fraction(float(v)) for v in x]
-    m = basis.shape[1]
-    return [sum((vq[j][k] * xq[j] for j in range(len(xq))), Fraction(0)) for k in range(m)]
+def exact_rotate(basis: NDArray[np.float64], x: NDArray[np.float64]) -> list[Fraction]:
+    """y = Vᵀ x in exact rational arithmetic (V and x taken as their exact binary values).
+
+    Every float is M·2^(E−53) with an integer |M| < 2^53 (:func:`numpy.frexp`), so each product
+    V_jk x_j is an integer times a power of two; the sums are taken over Python integers on a common
+    power of two (numpy object arrays), and one :class:`~fractions.Fraction` is formed per coordinate.
+    """
+    v = np.asarray(basis, dtype=float)
+    xx = np.asarray(x, dtype=float)
+    mv, ev = np.frexp(v)
+    mx, ex = np.frexp(xx)
+    iv = np.ldexp(mv, 53).astype(np.int64).astype(object)
+    ix = np.ldexp(mx, 53).astype(np.int64).astype(object)
+    e = ev.astype(np.int64) + ex.astype(np.int64)[:, None]
+    emin = int(e.min()) if e.size else 0
+    prods = (iv * ix[:, None]) << (e - emin).astype(object)
+    sums = prods.sum(axis=0) if prods.size else np.zeros(v.shape[1], dtype=object)
+    scale = Fraction(2) ** (emin - 106)
+    return [Fraction(int(t)) * scale for t in np.atleast_1d(sums)]
 
 
 def _round_to_grid(values: Sequence[Fraction | float], grid: float) -> list[int]:
@@ -160,7 +173,7 @@ class NoisePlan:
         if not self.has_stage1:
             ys: list[Fraction] = []
         elif self.rotated:
-            ys = _exact_rotate(self.basis, arr)
+            ys = exact_rotate(self.basis, arr)
         else:
             ys = [Fraction(float(v)) for v in arr]
         if self.has_stage1:
