@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from distpriv.errors import InvalidParameterError, InvalidTypeError
 from test_release import run, start
 
 BASE = ["--protect", "income=>50K", "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"]
@@ -358,3 +359,27 @@ def test_bad_model_files_one_line_exit_2_nothing_written(pub: Path) -> None:
         assert expect[name] in r.stderr, (name, r.stderr)
         assert r.stdout == ""
     assert not any(p.name.startswith("mout_") for p in pub.iterdir())
+
+
+# --------------------------------------------------------------------------- the Python entry point
+def test_protect_takes_frames_or_paths_and_writes_the_same_files(pub: Path, tmp_path: Path) -> None:
+    from distpriv.release import protect, write_release
+
+    data, pop = pd.read_csv(pub / "d45.csv"), pd.read_csv(pub / "pop.csv")
+    kw = {"stats": ["mean:age"], "protect": "income=>50K", "pairs": [(0.45, 0.55)], "epsilon": 1.0, "delta": 1e-3,
+          "samples": 60, "mechanism": "expm-laplace"}
+    a = protect(data, population=pop, seed=3, **kw).to_json()
+    b = protect(data.sample(frac=1.0, random_state=0), population=pop, seed=3, **kw).to_json()
+    assert a == b  # seeded noise, modelling seeded from the public inputs: the same release
+    assert a["randomness"] == "seeded" and a["report"]["modelling"]["source"] == "population"
+    g = a["noise"]["grid"]
+    assert a["statistics"][0]["value"] / g == round(a["statistics"][0]["value"] / g)
+    res = protect(pub / "d45.csv", population=pub / "pop.csv", **kw)
+    assert res.randomness == "os" and res.to_json()["mechanism"] == "expm-laplace"
+    paths = write_release(res, tmp_path / "out", attack_reps=1)
+    assert json.loads(paths["json"].read_text()) == res.to_json()
+    assert json.loads(paths["ledger"].read_text())["releases"][0]["rows"] == 400
+    with pytest.raises(InvalidParameterError, match="not an option of protect"):
+        protect(data, population=pop, colour="blue", **kw)
+    with pytest.raises(InvalidTypeError, match="pandas DataFrame or a file path"):
+        protect([1, 2, 3], population=pop, **kw)
