@@ -93,8 +93,8 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_audit_cli(table: Path) -> None:
     res = run(["audit", "t.csv", "--stat", "mean:age", "--stat", "mean:hours", *BASE, "--samples", "200",
-               "--mechanism", "expm-laplace", "--reps", "4", "--datasets", "100", "--format", "json",
-               "--out", "audit_out"], table)
+               "--model-from-data", "--mechanism", "expm-laplace", "--reps", "4", "--datasets", "100",
+               "--format", "json", "--out", "audit_out"], table)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["mechanism"] == "expm-laplace"
@@ -106,3 +106,47 @@ def test_audit_cli(table: Path) -> None:
         assert r["trials"] == 400 and r["accuracy_undefended"] >= r["accuracy"] - 0.1
     assert (table / "audit_out" / "report.html").is_file() and (table / "audit_out" / "audit.json").is_file()
     assert "statistics" not in doc  # an audit releases nothing
+    assert "tests the noise" in doc["scope"] and "side-channel" in doc["scope"]
+    side = doc["side_channel"]
+    assert side["passed"] and side["differences"] == [] and not side["markdown_compared"]
+    assert "statistics[].noise_std" in side["data_dependent_differences"]  # model-from-data: declared, not hidden
+    md = (table / "audit_out" / "report.md").read_text()
+    assert "## Scope" in md and "## Side-channel check" in md
+
+
+def test_side_channel_check_catches_a_data_derived_field(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload that leaks a count of the private table (the bug issue 10 found) fails the check;
+    the unmodified payload passes. The population makes every other field a function of public inputs."""
+    import pandas as pd
+
+    from distpriv.release import (
+        ReleaseSpec,
+        prepare,
+        public,
+        select,
+        side_channel_check,
+        sidechannel,
+    )
+
+    r = np.random.default_rng(5)
+    flag = r.random(4000) < 0.5
+    pd.DataFrame({"income": np.where(flag, ">50K", "<=50K"), "age": np.round(r.normal(40, 10, 4000) + 8 * flag),
+                  "hours": np.round(r.normal(40, 5, 4000))}).to_csv(table / "pop.csv", index=False)
+    spec = ReleaseSpec(data=table / "t.csv", stats=("mean:age",), protect="income=>50K", pairs=((0.45, 0.55),),
+                       epsilon=1.0, delta=1e-3, population=table / "pop.csv", samples=60, mechanism="expm-laplace")
+    prep = prepare(spec)
+    sel = select(prep)
+    clean = side_channel_check(prep, sel)
+    assert clean.passed and clean.markdown_compared and clean.data_dependent_differences == ()
+    original = public.public_payload
+
+    def leaky(result: object) -> dict:
+        doc = original(result)  # type: ignore[arg-type]
+        doc["protected_records"] = int(result.prepared.predicate.mask(result.prepared.data.frame).sum())  # type: ignore[attr-defined]
+        return doc
+
+    monkeypatch.setattr(public, "public_payload", leaky)
+    monkeypatch.setattr(sidechannel, "public_context", lambda res: public.PublicContext(
+        leaky(res), None, None, None, res.prepared.spec.pairs, 1.0, 1e-3, "exact", res.prepared.spec.names, 0))
+    bad = side_channel_check(prep, sel)
+    assert not bad.passed and bad.differences == ("protected_records",)

@@ -42,26 +42,34 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([*distpriv_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A table built so that the best valid mechanism is known (see test_auto_picks_known_answer).
+def people(n: int, seed: int, start: int = 0) -> pd.DataFrame:
+    """n rows, half with income '>50K'; ``id`` makes rows of different tables distinct.
 
-    400 rows, half with income '>50K'. x equals the protected indicator, so mean:x = round(θn)/n exactly;
-    y takes the values 0..3 equally often in both groups, so mean:y has the same law under every θ.
-    f_θ is then a point mass in x times a θ-free law in y: an exact translation along x.
+    x equals the protected indicator, so mean:x = round(θn)/n exactly; y takes the values 0..3 equally
+    often in both groups, so mean:y has (nearly) the same law under every θ. f_θ is then a point mass in x
+    times a θ-free law in y: an exact translation along x (see test_auto_picks_known_answer).
     """
-    d = tmp_path_factory.mktemp("release")
-    r = np.random.default_rng(7)
-    flag = np.repeat([1, 0], 200)
-    df = pd.DataFrame({
+    r = np.random.default_rng(seed)
+    flag = np.repeat([1, 0], n // 2)
+    return pd.DataFrame({
+        "id": np.arange(start, start + n),
         "income": np.where(flag == 1, ">50K", "<=50K"),
         "x": flag,
-        "y": np.tile(np.arange(4), 100),
-        "age": np.round(r.normal(40, 10, 400) + 4 * flag),
-        "sex": np.where(r.random(400) < 0.35 + 0.2 * flag, "Female", "Male"),
+        "y": np.tile(np.arange(4), n // 4),
+        "age": np.round(r.normal(40, 10, n) + 4 * flag),
+        "sex": np.where(r.random(n) < 0.35 + 0.2 * flag, "Female", "Male"),
     })
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """people.csv (400 rows, also as a shuffled Parquet copy), a disjoint other.csv and a population."""
+    d = tmp_path_factory.mktemp("release")
+    df = people(400, 7)
     df.to_csv(d / "people.csv", index=False)
     df.sample(frac=1.0, random_state=1).to_parquet(d / "people.parquet")
+    people(400, 8, start=10_000).to_csv(d / "other.csv", index=False)
+    people(8000, 9, start=100_000).to_csv(d / "pop.csv", index=False)
     return d
 
 
@@ -86,7 +94,7 @@ def first_release(work: Path) -> subprocess.CompletedProcess[str]:
     """One full release with --out (its release.json is reused as --previous)."""
     before = _sha(work / "people.csv")
     res = run(["release", "people.csv", "--stat", "mean:age", "--stat", "count:sex=Female", *BASE,
-               "--samples", "200", "--format", "json", "--out", "out", "--seed", "3"], work)
+               "--population", "pop.csv", "--samples", "200", "--format", "json", "--out", "out", "--seed", "3"], work)
     assert _sha(work / "people.csv") == before  # the data file is never modified
     return res
 
@@ -108,17 +116,20 @@ def test_release_json_and_report_files(work: Path, first_release: subprocess.Com
     for t in truths:
         assert repr(float(t)) not in res.stdout
         assert all(abs(s["value"] - t) > 1e-9 for s in doc["statistics"])
-    assert doc["report"]["modelling"]["source"] == "data"
-    assert "representative" in doc["report"]["modelling"]["note"]
+    assert doc["report"]["modelling"]["source"] == "population"
+    assert doc["randomness"] == "seeded" and "not private" in doc["warnings"][0]
+    assert "not private" in res.stderr
+    g = doc["noise"]["grid"]
+    assert all(s["value"] / g == round(s["value"] / g) for s in doc["statistics"])  # on the grid
     kept = [c for c in doc["report"]["candidates"] if c["kept"]]
     chosen = next(c for c in doc["report"]["candidates"] if c["mechanism"] == doc["mechanism"])
     assert chosen["expected_l2_error"] == min(c["expected_l2_error"] for c in kept)
     assert all(c["reason"] for c in doc["report"]["candidates"])
     # report files
     for name in ("report.md", "report.html", "release.json", "figures/f_theta.png",
-                 "figures/error_vs_epsilon.png", "figures/attack_accuracy.png"):
+                 "figures/error_vs_epsilon.png", "figures/attack_accuracy.png", "private/ledger.json"):
         assert (out / name).is_file(), name
-    assert json.loads((out / "release.json").read_text())["statistics"] == doc["statistics"]
+    assert json.loads((out / "release.json").read_text()) == doc
     md = (out / "report.md").read_text()
     assert "## Mechanism choice" in md and "## Guarantee" in md and doc["mechanism_label"] in md
     parser = _Images()
@@ -135,7 +146,7 @@ def test_auto_picks_known_answer(work: Path) -> None:
     # so E||Z|| ≈ 0.1; every other valid mechanism pays more: ExpM (L) noises both components, Gaussian ones
     # need σ = Δ/D*(1, 1e-3) ≈ 2.6Δ, Wasserstein's W∞ includes y's sampling jitter, GDP is scaled by n.
     res = run(["release", "people.parquet", "--stat", "mean:x", "--stat", "mean:y", *BASE, "--samples", "300",
-               "--format", "json"], work)
+               "--population", "pop.csv", "--format", "json"], work)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["mechanism"] == "dirm-laplace"
@@ -149,19 +160,19 @@ def test_auto_picks_known_answer(work: Path) -> None:
 
 def test_composition_and_spec_file(work: Path, first_release: subprocess.CompletedProcess[str]) -> None:
     assert first_release.returncode == 0, first_release.stderr
-    # the same data again: refused with the reason, before anything is computed or written
-    again = run(["release", "people.csv", "--stat", "mean:age", *BASE, "--previous", "out/release.json",
-                 "--out", "never"], work)
+    # the same rows again (a shuffled Parquet copy): refused with the reason, before anything is written
+    again = run(["release", "people.parquet", "--stat", "mean:age", *BASE, "--population", "pop.csv",
+                 "--previous", "out", "--independent", "--out", "never"], work)
     assert again.returncode == 2
-    assert again.stderr.count("\n") == 1 and "same data" in again.stderr and "Prop. A.5" in again.stderr
+    assert again.stderr.count("\n") == 1 and "400 of the 400 rows" in again.stderr and "Prop. A.5" in again.stderr
     assert not (work / "never").exists()
-    # another (independently sampled) table, settings from a TOML spec, Markdown on stdout: Prop A.5 composes
+    # another, independently sampled table, settings from a TOML spec, Markdown on stdout: Prop A.5 composes
     (work / "spec.toml").write_text(
         'data = "people.csv"\nstats = {"Average age" = "mean:age"}\nprotect = "income=>50K"\n'
         'around = 0.5\ngap = 0.1\nepsilon = 1.0\ndelta = 1e-3\nsamples = 50\nmechanism = "expm-laplace"\n'
+        'population = "pop.csv"\n'
     )
-    other = run(["release", "people.parquet", "--config", "spec.toml", "--previous", "out/release.json",
-                 "--independent"], work)
+    other = run(["release", "other.csv", "--config", "spec.toml", "--previous", "out", "--independent"], work)
     assert other.returncode == 0, other.stderr
     assert other.stdout.startswith("# distpriv release")
     assert "Average age" in other.stdout and "ExpM (L)" in other.stdout
@@ -169,21 +180,30 @@ def test_composition_and_spec_file(work: Path, first_release: subprocess.Complet
     assert "total (2," in other.stdout
 
 
+SRC = ["--model-from-data"]
 BAD = {
-    "missing file": (["release", "nope.csv", "--stat", "mean:age", *BASE], "file not found"),
-    "unknown column": (["release", "people.csv", "--stat", "mean:agee", *BASE], "unknown column 'agee'"),
+    "missing file": (["release", "nope.csv", "--stat", "mean:age", *BASE, *SRC], "file not found"),
+    "no model source": (["release", "people.csv", "--stat", "mean:age", *BASE],
+                        "--population: f_θ needs a model of the data: give a reference population"),
+    "two model sources": (["release", "people.csv", "--stat", "mean:age", *BASE, *SRC, "--population", "pop.csv"],
+                          "give only one of --population, --model and --model-from-data"),
+    "unknown column": (["release", "people.csv", "--stat", "mean:agee", *BASE, *SRC], "unknown column 'agee'"),
     "predicate no row": (["release", "people.csv", "--stat", "mean:age", "--protect", "sex=Female & age>500",
-                          "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"], "matches no row"),
+                          "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3", *SRC], "matches no row"),
     "predicate every row": (["release", "people.csv", "--stat", "mean:age", "--protect", "age>-1",
-                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"], "matches every row"),
+                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3", *SRC], "matches every row"),
     "pair outside [0,1]": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
-                            "--pairs", "0.5,1.2", "--epsilon", "1", "--delta", "1e-3"], "outside [0, 1]"),
+                            "--pairs", "0.5,1.2", "--epsilon", "1", "--delta", "1e-3", *SRC], "outside [0, 1]"),
     "pair not achievable": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K", "--n", "10",
-                             "--pairs", "0.41,0.44", "--epsilon", "1", "--delta", "1e-3"], "not distinguishable with n = 10"),
+                             "--pairs", "0.41,0.44", "--epsilon", "1", "--delta", "1e-3", *SRC],
+                            "not distinguishable with n = 10"),
+    "n is not the row count": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K", "--n", "100",
+                                "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3", *SRC],
+                               "datasets of n = 100 records but the data has 400 rows"),
     "epsilon <= 0": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
-                      "--pairs", "0.45,0.55", "--epsilon", "0", "--delta", "1e-3"], "--epsilon: must be > 0"),
+                      "--pairs", "0.45,0.55", "--epsilon", "0", "--delta", "1e-3", *SRC], "--epsilon: must be > 0"),
     "delta outside (0,1)": (["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K",
-                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1"], "--delta: must be in (0, 1)"),
+                             "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1", *SRC], "--delta: must be in (0, 1)"),
     "malformed spec": (["release", "--config", "bad.toml"], "malformed TOML"),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -16,17 +17,15 @@ from distpriv.errors import (
     InvalidParameterError,
     UnknownLabelError,
 )
-from distpriv.guarantees import Guarantee
 from distpriv.release import (
     ReleaseSpec,
     build_spec,
-    compose_releases,
     diagnose_assumptions,
-    read_previous,
     select_mechanism,
 )
-from distpriv.release.compose import PreviousRelease
+from distpriv.release.declared import declared_diagnostics, load_model_file
 from distpriv.release.selection import box_m_test
+from test_release_privacy import MODEL_BAD, MODEL_TOML
 
 PAIRS = [(0.45, 0.55)]
 
@@ -114,13 +113,14 @@ def test_spec_from_toml_and_cli_override(tmp_path) -> None:
     data.write_text("a,b\n1,x\n2,y\n")
     cfg = tmp_path / "s.toml"
     cfg.write_text('data = "d.csv"\nstats = {"Average a" = "mean:a"}\nprotect = "b=x"\naround = 0.5\ngap = 0.1\n'
-                   "epsilon = 2.0\ndelta = 1e-4\n")
+                   "epsilon = 2.0\ndelta = 1e-4\nmodel_from_data = true\n")
     spec = build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=0.5,
                       delta=None, mechanism=None, population=None, config=cfg)
     assert spec.data == data.resolve() or spec.data.samefile(data)
     assert spec.names == ("Average a",) and spec.stats == ("mean:a",)
     assert spec.pairs == ((0.45, 0.55),)
     assert spec.epsilon == 0.5 and spec.delta == 1e-4  # CLI wins, file fills the rest
+    assert spec.model_from_data and spec.source == "data" and spec.seed is None
 
 
 @pytest.mark.parametrize(
@@ -131,13 +131,26 @@ def test_spec_from_toml_and_cli_override(tmp_path) -> None:
         ({"pairs": ((0.5, 1.2),)}, InvalidParameterError, r"outside \[0, 1\]"),
         ({"mechanism": "magic"}, UnknownLabelError, "unknown mechanism"),
         ({"data": "missing.csv"}, DataUnavailableError, "file not found"),
+        ({"model_from_data": False}, InvalidParameterError, "--population: f_θ needs a model of the data"),
+        ({"model": "m.toml"}, InvalidParameterError, "give only one of --population, --model and --model-from-data"),
+        ({"model_from_data": False, "model": "missing.toml"}, DataUnavailableError, "--model: file not found"),
+        ({"model_from_data": False, "model": "d.csv", "n": 2}, InvalidParameterError, "--n: not used with --model"),
+        ({"seed": -1}, InvalidParameterError, "--seed: must be a non-negative integer"),
+        ({"previous": ("d.csv",)}, InvalidParameterError, "--previous: .* is a file; give the --out folder"),
+        ({"previous": ("nowhere",)}, DataUnavailableError, "--previous: folder not found"),
     ],
 )
 def test_spec_validation(tmp_path, changes, error, match) -> None:
     data = tmp_path / "d.csv"
     data.write_text("a,b\n1,x\n2,y\n")
-    kw = {"data": data, "stats": ("mean:a",), "protect": "b=x", "pairs": PAIRS, "epsilon": 1.0, "delta": 1e-3}
+    kw = {"data": data, "stats": ("mean:a",), "protect": "b=x", "pairs": PAIRS, "epsilon": 1.0, "delta": 1e-3,
+          "model_from_data": True}
     kw.update(changes)
+    for key in ("data", "model"):
+        if isinstance(kw.get(key), str):
+            kw[key] = tmp_path / kw[key]
+    if "previous" in kw:
+        kw["previous"] = tuple(tmp_path / p for p in kw["previous"])
     with pytest.raises(error, match=match):
         ReleaseSpec(**kw)
 
@@ -152,41 +165,6 @@ def test_malformed_toml(tmp_path) -> None:
     with pytest.raises(InvalidParameterError, match="unknown key 'epsilonn'"):
         build_spec(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=None,
                    delta=None, mechanism=None, population=None, config=cfg)
-
-
-# --------------------------------------------------------------------------- composition
-def _prev(tmp_path, name: str, sha: str, eps: float = 0.5, deterministic: bool = False) -> PreviousRelease:
-    doc = {"mechanism": "dirm-laplace", "guarantee": {"epsilon": eps, "delta": 0.0, "mechanism": "dirm-laplace",
-                                                      "assumptions": ["a1"]},
-           "data": {"sha256": sha}, "secret": {"protect": "b=x", "pairs": [[0.45, 0.55]], "deterministic": deterministic}}
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
-    return read_previous(p)
-
-
-def test_compose_same_data_refused_independent_data_composed(tmp_path) -> None:
-    cur = Guarantee(1.0, 1e-3, "eigm", pairs=((0.45, 0.55),))
-    same = _prev(tmp_path, "a.json", "abc")
-    with pytest.raises(AssumptionError, match="same data.*does not compose"):
-        compose_releases([same], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
-    # Prop A.4: every θ fixes the query value
-    c = compose_releases([_prev(tmp_path, "d.json", "abc", deterministic=True)], cur, sha256="abc", protect="b=x",
-                         pairs=PAIRS, deterministic=True, independent=False)
-    assert c.proposition == "A.4" and c.guarantee.epsilon == pytest.approx(1.5)
-    other = _prev(tmp_path, "b.json", "def")
-    with pytest.raises(AssumptionError, match="--independent"):
-        compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=False)
-    c = compose_releases([other], cur, sha256="abc", protect="b=x", pairs=PAIRS, deterministic=False, independent=True)
-    assert c.proposition == "A.5"
-    assert c.guarantee.epsilon == pytest.approx(1.5) and c.guarantee.delta == pytest.approx(1e-3)
-    assert any("independently" in a for a in c.guarantee.assumptions)
-    with pytest.raises(AssumptionError, match="same protected property"):
-        compose_releases([other], cur, sha256="abc", protect="b=y", pairs=PAIRS, deterministic=False, independent=True)
-    bad = tmp_path / "bad.json"
-    bad.write_text("{}")
-    with pytest.raises(InvalidParameterError, match="not the JSON output"):
-        read_previous(bad)
-    assert math.isclose(c.guarantee.delta, 1e-3)
 
 
 def test_classic_calibration_beyond_eps_1_never_claims_more_than_proven() -> None:
@@ -232,3 +210,54 @@ def test_divergence_gap_needs_a_fine_enough_histogram():
         diag = selection.diagnose_assumptions(model, [(0.4, 0.5)], epsilon=1.0, delta=1e-3)
         assert math.isfinite(diag.divergence_lambda) is finite
     assert selection.histogram_bins(1000, 5) < selection.MIN_BINS <= selection.histogram_bins(1000, 1)
+
+
+# --------------------------------------------------------------------------- declared models (--model FILE)
+@pytest.mark.parametrize("case", sorted(MODEL_BAD))
+def test_model_file_validation(tmp_path, case) -> None:
+    text, match = MODEL_BAD[case]
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    with pytest.raises(InvalidParameterError, match=re.escape(match)) as err:
+        load_model_file(path, ["mean:age", "count:sex=Female"], PAIRS)
+    assert str(err.value).startswith("--model: m.toml: ")
+
+
+def test_model_file_json_and_toml_agree(tmp_path) -> None:
+    (tmp_path / "m.toml").write_text(MODEL_TOML)
+    doc = {"statistics": ["mean:age", "count:sex = Female"],  # specs compared canonically
+           "theta": {"0.45": {"mean": [42.25, 147.0], "covariance": [[0.26, 0.1], [0.1, 90.0]]},
+                     "0.55": {"mean": [42.75, 153.0], "covariance": [[0.26, 0.1], [0.1, 90.0]]},
+                     "0.5": {"mean": [42.5, 150.0], "covariance": [[1.0, 0.0], [0.0, 1.0]]}}}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    a = load_model_file(tmp_path / "m.toml", ["mean:age", "count:sex=Female"], PAIRS)
+    b = load_model_file(tmp_path / "m.json", ["mean:age", "count:sex=Female"], PAIRS)
+    assert a.model.labels == b.model.labels == (0.45, 0.55)  # the extra θ = 0.5 is ignored
+    for lab in PAIRS[0]:
+        np.testing.assert_array_equal(a.model.mean(lab), b.model.mean(lab))
+        np.testing.assert_array_equal(a.model.covariance(lab), b.model.covariance(lab))
+    assert len(a.sha256) == 64 and a.sha256 != b.sha256
+    with pytest.raises(InvalidParameterError, match="unsupported file type"):
+        (tmp_path / "m.yaml").write_text("x")
+        load_model_file(tmp_path / "m.yaml", ["mean:age"], PAIRS)
+
+
+def test_declared_model_assumptions_are_exact() -> None:
+    cov = np.array([[0.26, 0.1], [0.1, 90.0]])
+    mu = {0.45: np.array([42.25, 147.0]), 0.55: np.array([42.75, 153.0])}
+    eq = dp.GaussianModel(mu, {0.45: cov, 0.55: cov})
+    diag = declared_diagnostics(eq, PAIRS, epsilon=1.0, delta=1e-3)
+    assert all(t.holds for t in diag.tests.values())
+    assert diag.wasserstein_w == pytest.approx(0.5 + 6.0) and diag.translation_w == 0.0  # W∞ = ||Δμ||₁
+    sel = select_mechanism(eq, PAIRS, epsilon=1.0, delta=1e-3, diagnostics=diag)
+    kept = {c.name for c in sel.candidates if c.kept}
+    assert {"expm-laplace", "dirm-laplace", "eigm", "wasserstein"} <= kept
+    assert not any(c.name.startswith("groupdp") and c.kept for c in sel.candidates)  # no table, no sensitivities
+    assert any("declared Gaussian model" in a for a in sel.candidates[[c.name for c in sel.candidates].index(
+        "expm-laplace")].guarantee.assumptions)
+    # unequal covariances: no translation, W∞ infinite; only the assumption-free Approx. Wasserstein remains
+    uneq = dp.GaussianModel(mu, {0.45: cov, 0.55: 2 * cov})
+    diag = declared_diagnostics(uneq, PAIRS, epsilon=1.0, delta=1e-3)
+    assert not diag.tests["translation"].holds and math.isinf(diag.wasserstein_w)
+    sel = select_mechanism(uneq, PAIRS, epsilon=1.0, delta=1e-3, diagnostics=diag)
+    assert {c.name for c in sel.candidates if c.kept} == {"approx-wasserstein"}

@@ -11,131 +11,154 @@ and the two releases are correlated through it. Two sufficient conditions:
 * **Proposition A.5** (Kawamoto & Murakami) — the releases are computed on
   *independently sampled* datasets: (ε₁ + ε₂, δ₁ + δ₂) for Ψ ⋄ Ψ.
 
-A previous release is read from the JSON that ``distpriv release`` printed (or wrote
-as ``release.json`` in ``--out``). Its data file's SHA-256 tells whether it used the
-same data. Independence cannot be checked from the files; the user asserts it with
-``--independent``. Anything else is refused with the reason.
+Both need the releases' noise to be independent, which fresh operating-system
+entropy for every release provides (a seeded release is not private at all).
+
+An earlier release is read from the private ledger of its ``--out`` folder
+(:mod:`distpriv.release.ledger`): its whole chain of earlier releases counts, so
+the totals of chains add up, and a release reached through two ledgers counts
+once. Rows shared with any release of the chain are found by content (keyed
+per-row fingerprints, :mod:`distpriv.release.fingerprints`):
+
+* shared rows and ``--independent``: refused (the datasets are not independent);
+* shared rows without ``--independent``: Prop. A.4 if this release's model and
+  every release sharing rows have F(Data) constant given θ; refused otherwise;
+* no shared rows: Prop. A.5 with ``--independent`` (the curator asserts how the
+  datasets were sampled; disjoint rows do not prove it); refused without it.
+
+The framework, the protected predicate and Ψ must be the same as the earlier
+releases'.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Guarantee, compose
+from .ledger import ChainEntry, Ledger
 
-__all__ = ["Composition", "PreviousRelease", "compose_releases", "read_previous"]
+__all__ = ["Composition", "check_compatible", "compose_releases", "decide_propositions", "merged_chain"]
+
+A4 = "F(Data) is constant given θ, so each θ fixes what the mechanisms see (Chen & Ohrimenko Prop. A.4)"
+A5 = ("the released datasets were sampled independently (asserted by the curator with --independent; no rows are "
+      "shared; Chen & Ohrimenko Prop. A.5); the composed guarantee is for Ψ ⋄ Ψ (pairs of product distributions)")
 
 
-@dataclass(frozen=True)
-class PreviousRelease:
-    """What composition needs from an earlier release."""
-
-    path: Path
-    sha256: str
-    protect: str
-    pairs: frozenset[frozenset[float]]
-    deterministic: bool
-    guarantee: Guarantee
+def framework_name(value: Any) -> str:
+    """A guarantee's framework as a plain string (enums give their value)."""
+    return str(getattr(value, "value", value))
 
 
 @dataclass(frozen=True)
 class Composition:
-    """The composed guarantee and which proposition justified it."""
+    """The composed guarantee, the propositions that justify it and the chain it covers."""
 
-    proposition: str
+    propositions: tuple[str, ...]
     guarantee: Guarantee
-    releases: tuple[str, ...]
+    chain: tuple[ChainEntry, ...]  # earlier releases (distinct), not this one
+
+    @property
+    def proposition(self) -> str:
+        return "+".join(self.propositions)
+
+    @property
+    def releases(self) -> int:
+        """Number of releases composed, this one included."""
+        return len(self.chain) + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"proposition": self.proposition, "guarantee": self.guarantee.to_dict(), "releases": list(self.releases)}
+        """Public view: the propositions, the composed guarantee and the number of releases (no identifiers)."""
+        return {"proposition": self.proposition, "guarantee": self.guarantee.to_dict(), "releases": self.releases}
 
 
 def _pairs_key(pairs: Sequence[Sequence[float]]) -> frozenset[frozenset[float]]:
     return frozenset(frozenset(float(v) for v in p) for p in pairs)
 
 
-def read_previous(path: str | Path) -> PreviousRelease:
-    """Parse the JSON output of an earlier ``distpriv release``."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-        data = doc["data"]
-        secret = doc["secret"]
-        g = doc["guarantee"]
-        guarantee = Guarantee(
-            epsilon=float(g["epsilon"]),
-            delta=float(g["delta"]),
-            mechanism=str(g.get("mechanism", doc.get("mechanism", "?"))),
-            framework=str(g.get("framework", "distribution-privacy")),
-            calibration=str(g.get("calibration", "exact")),
-            pairs=tuple((float(a), float(b)) for a, b in g.get("pairs", secret["pairs"])),
-            assumptions=tuple(str(a) for a in g.get("assumptions", ())),
-            theorem=str(g.get("theorem", "")),
-        )
-        return PreviousRelease(p, str(data["sha256"]), str(secret["protect"]), _pairs_key(secret["pairs"]),
-                               bool(secret.get("deterministic", False)), guarantee)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise InvalidParameterError(
-            f"--previous: {p} is not the JSON output of 'distpriv release' ({type(exc).__name__}: {exc})"
-        ) from None
-
-
-def compose_releases(
-    previous: Sequence[PreviousRelease],
-    current: Guarantee,
-    *,
-    sha256: str,
-    protect: str,
-    pairs: Sequence[Sequence[float]],
-    deterministic: bool | None,
-    independent: bool,
-) -> Composition | None:
-    """Compose ``current`` with ``previous`` releases, or raise :class:`AssumptionError` saying why not.
-
-    ``deterministic``: F(Data) is constant given θ in the current model (Prop A.4's condition), ``None``
-    when not known yet (then only the checks that do not need it are made and nothing is composed:
-    :func:`distpriv.release.core.prepare` calls it so before modelling f_θ, to refuse early);
-    ``independent``: the user asserts every release used an independently sampled dataset (Prop A.5).
-    """
+def check_compatible(ledgers: Sequence[Ledger], *, framework: str, protect: str,
+                     pairs: Sequence[Sequence[float]]) -> None:
+    """Same framework, protected predicate and Ψ as every earlier release, else :class:`AssumptionError`."""
     key = _pairs_key(pairs)
-    for prev in previous:
-        if prev.protect != protect or prev.pairs != key:
+    for led in ledgers:
+        where = led.folder if led.folder is not None else "an earlier release"
+        if led.framework != framework:
+            raise AssumptionError(f"--previous: {where} is a {led.framework} release; this one is {framework}")
+        if led.protect != protect or _pairs_key(led.pairs) != key:
             raise AssumptionError(
-                f"--previous: {prev.path.name} protects {prev.protect!r} with other secret pairs; composition "
+                f"--previous: {where} protects {led.protect!r} with pairs {[list(p) for p in led.pairs]}; composition "
                 "(Props A.4/A.5) needs the same protected property and the same pairs Ψ"
             )
-    hashes = [p.sha256 for p in previous] + [sha256]
-    guarantees = [p.guarantee for p in previous] + [current]
-    names = tuple(str(p.path) for p in previous)
-    if len(set(hashes)) < len(hashes):
-        # the same data released more than once
-        if deterministic is None and all(p.deterministic for p in previous):
-            return None  # Prop A.4 may apply: decided once f_θ is modelled
-        if deterministic and all(p.deterministic for p in previous):
-            g = compose(guarantees).with_assumptions(
-                "F(Data) is constant given θ, so each θ fixes what the mechanisms see (Chen & Ohrimenko Prop. A.4)"
+
+
+def merged_chain(ledgers: Sequence[Ledger]) -> tuple[tuple[ChainEntry, ...], dict[str, str]]:
+    """Distinct releases of all chains (first appearance order) and, per release id, the folder it came from."""
+    seen: dict[str, ChainEntry] = {}
+    where: dict[str, str] = {}
+    for led in ledgers:
+        for e in led.chain:
+            if e.id in seen:
+                old = seen[e.id]
+                if (old.epsilon, old.delta, old.mechanism, old.fingerprint_key) != (
+                        e.epsilon, e.delta, e.mechanism, e.fingerprint_key):
+                    raise InvalidParameterError(
+                        f"--previous: {led.folder} and {where[e.id]} disagree about the same earlier release"
+                    )
+                continue
+            seen[e.id] = e
+            where[e.id] = str(led.folder)
+    return tuple(seen.values()), where
+
+
+def decide_propositions(
+    ledgers: Sequence[Ledger], *, shared: Mapping[str, int], rows: int, independent: bool, deterministic: bool | None,
+) -> tuple[str, ...] | None:
+    """Which of Props. A.4/A.5 compose this release with the earlier ones (see the module docstring).
+
+    ``shared[id]``: rows of this release's data also in release ``id``; ``deterministic``: F(Data) is constant
+    given θ in this release's model, ``None`` when not known yet (then ``None`` is returned where the answer
+    depends on it, after every refusal that does not). Raises :class:`AssumptionError` with the reason.
+    """
+    chain, where = merged_chain(ledgers)
+    overlapping = [e for e in chain if shared.get(e.id, 0) > 0]
+    disjoint = [e for e in chain if shared.get(e.id, 0) == 0]
+    props: set[str] = set()
+    if overlapping:
+        e = overlapping[0]
+        k = shared[e.id]
+        if independent:
+            raise AssumptionError(
+                f"--independent: {k} of the {rows} rows of the data also appear in an earlier release (ledger in "
+                f"{where[e.id]}); Prop. A.5 needs independently sampled datasets, so the claim is refused"
             )
-            return Composition("A.4", g, names)
-        same = next(p for p in previous if hashes.count(p.sha256) > 1)
-        raise AssumptionError(
-            f"--previous: {same.path.name} is a release of the same data (sha256 {same.sha256[:12]}...); distribution "
-            "privacy does not compose for repeated releases of one dataset: Prop. A.4 needs each θ to fix the query "
-            "value and Prop. A.5 needs independently sampled datasets. Release all statistics in one call instead"
-        )
-    if not independent:
-        raise AssumptionError(
-            "--previous: the releases use different data files; Prop. A.5 composes them only if the datasets were "
-            "sampled independently: pass --independent to assert it"
-        )
-    if deterministic is None:
+        same = (f"--previous: {where[e.id]} holds a release of the same data ({k} of the {rows} rows are also in it); "
+                "distribution privacy does not compose for repeated releases of one dataset: Prop. A.4 needs each θ "
+                "to fix the query value and Prop. A.5 needs independently sampled datasets. Release all statistics "
+                "in one call instead")
+        if not all(x.deterministic for x in overlapping) or deterministic is False:
+            raise AssumptionError(same)
+        props.add("A.4")
+    if disjoint:
+        if not independent:
+            raise AssumptionError(
+                f"--previous: the release(s) in {where[disjoint[0].id]} used other rows; Prop. A.5 composes them only "
+                "if the datasets were sampled independently: pass --independent to assert it"
+            )
+        props.add("A.5")
+    if overlapping and deterministic is None:
         return None
-    g = compose(guarantees).with_assumptions(
-        "the released datasets were sampled independently (asserted by the user; Chen & Ohrimenko Prop. A.5); "
-        "the composed guarantee is for Ψ ⋄ Ψ (pairs of product distributions)"
-    )
-    return Composition("A.5", g, names)
+    return tuple(sorted(props))
+
+
+def compose_releases(ledgers: Sequence[Ledger], current: Guarantee, propositions: Sequence[str]) -> Composition:
+    """The composed guarantee: (Σ ε, Σ δ) over every distinct earlier release and ``current``."""
+    chain, _ = merged_chain(ledgers)
+    previous = [Guarantee(epsilon=e.epsilon, delta=e.delta, mechanism=e.mechanism, framework=current.framework,
+                          pairs=current.pairs) for e in chain]
+    g = compose([*previous, current])
+    extra = [A4] if "A.4" in propositions else []
+    if "A.5" in propositions:
+        extra.append(A5)
+    return Composition(tuple(propositions), g.with_assumptions(*extra), chain)

@@ -1,68 +1,127 @@
 """The release pipeline: validate, model f_θ, choose and calibrate a mechanism, release, compose.
 
 :func:`prepare` does everything that can fail on bad input (reading the files,
-parsing the query and the predicate, checking Ψ against n, reading previous
-releases) and models f_θ; :func:`release` then chooses the mechanism
-(:func:`~distpriv.release.selection.select_mechanism`), adds its noise to the
-true statistics and composes with earlier releases. Nothing here writes files.
+parsing the query and the predicate, checking Ψ against n, reading and
+validating earlier releases' private ledgers, refusing compositions that no
+proposition allows) and models f_θ; :func:`release` then chooses the mechanism
+(:func:`~distpriv.release.selection.select_mechanism`), draws its noise
+float-safely from the operating system's entropy (:mod:`distpriv.release.noise`)
+and composes with earlier releases. Nothing here writes files: the public
+payload is :func:`distpriv.release.public.public_payload` and the files are
+written by :mod:`distpriv.release.output`.
+
+Randomness: everything that shapes the published choice (modelling, assumption
+tests, the attack simulations of the report, the audit) is seeded from the
+public inputs (:func:`distpriv.release.data.public_seed`); only the released
+noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
-from .._validation import as_rng
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..mechanisms import LABELS
+from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query
-from .compose import Composition, PreviousRelease, compose_releases, read_previous
+from .compose import (
+    Composition,
+    check_compatible,
+    compose_releases,
+    decide_propositions,
+    merged_chain,
+)
 from .data import (
     Modelling,
     Table,
+    as_frame,
     build_query,
     check_against,
+    check_pairs_achievable,
+    declared_modelling,
+    file_sha256,
     load_table,
     model_f_theta,
+    public_seed,
 )
+from .declared import DeclaredModel, declared_diagnostics, load_model_file
+from .fingerprints import canonical_table, count_shared, new_key, row_fingerprints
+from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
+from .noise import NoisePlan, plan_noise
+from .sampler import BitSource, bit_source
 from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
 
-__all__ = ["Prepared", "ReleaseResult", "prepare", "release"]
+__all__ = ["FRAMEWORK", "Prepared", "ReleaseResult", "prepare", "release", "select"]
+
+#: The framework of every release made here (Chen & Ohrimenko Definition 3.2).
+FRAMEWORK = "distribution-privacy"
+
+# independent random streams derived from the public seed, one per use
+_STREAM_MODEL, _STREAM_SELECT, _STREAM_ATTACKS, _STREAM_AUDIT = range(4)
 
 
 @dataclass
 class Prepared:
-    """Validated inputs and the modelled f_θ."""
+    """Validated inputs and the modelled f_θ.
+
+    ``data`` and ``shared`` (rows shared with each earlier release) are private; everything else is a
+    function of the public inputs, except ``modelling``/``sensitivities`` with ``--model-from-data``.
+    """
 
     spec: ReleaseSpec
     data: Table
     population: Table | None
+    declared: DeclaredModel | None
     query: Query
     predicate: Predicate
     modelling: Modelling
-    sensitivities: np.ndarray
-    previous: list[PreviousRelease]
-    rng: np.random.Generator
+    sensitivities: NDArray[np.float64] | None
+    previous: list[Ledger]
+    shared: dict[str, int]
+    seed: int
+
+    def stream(self, which: int) -> np.random.Generator:
+        """A generator seeded from the public inputs (``which`` selects an independent stream)."""
+        return np.random.default_rng([self.seed, which])
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The selection stream (kept for callers of the research functions)."""
+        return self.stream(_STREAM_SELECT)
 
     @property
     def deterministic(self) -> bool:
         """F(Data) constant given θ in the model (Prop. A.4's condition)."""
-        return all(np.ptp(self.modelling.model.samples(lab), axis=0).max() == 0 for lab in self.modelling.model.labels)
+        model = self.modelling.model
+        if isinstance(model, GaussianModel):
+            return all(not np.any(model.covariance(lab)) for lab in model.labels)
+        assert isinstance(model, EmpiricalModel)
+        return all(np.ptp(model.samples(lab), axis=0).max() == 0 for lab in model.labels)
 
 
 @dataclass
 class ReleaseResult:
-    """A finished release: the noisy statistics, the chosen mechanism and everything the report shows."""
+    """A finished release: the noisy statistics, the chosen mechanism and its float-safe noise plan.
+
+    :meth:`to_json` is the public payload (:func:`distpriv.release.public.public_payload`);
+    :meth:`ledger` the private record for composing later releases.
+    """
 
     prepared: Prepared
     selection: Selection
-    values: np.ndarray
+    noise: NoisePlan
+    values: NDArray[np.float64]
+    randomness: str  # "os" or "seeded"
     composition: Composition | None = None
-    files: dict[str, str] = field(default_factory=dict)
+    release_id: str = field(default_factory=new_release_id)
 
     @property
     def chosen(self) -> Candidate:
@@ -70,97 +129,151 @@ class ReleaseResult:
 
     @property
     def guarantee(self) -> Guarantee:
-        g = self.chosen.guarantee
-        assert g is not None
-        return g
+        """The guarantee of what was published (the chosen candidate's, with the float-safe sampling terms)."""
+        return self.noise.guarantee
 
     def to_json(self) -> dict[str, Any]:
-        """The command's JSON output. The true statistics are never included."""
-        spec = self.prepared.spec
-        noise_std = np.sqrt(np.clip(np.diag(self.chosen.noise_covariance), 0, None))
-        out: dict[str, Any] = {
-            "mechanism": self.chosen.name,
-            "mechanism_label": self.chosen.label,
-            "guarantee": self.guarantee.to_dict(),
-            "statistics": [
-                {"name": nm, "spec": st, "value": float(v), "noise_std": float(s)}
-                for nm, st, v, s in zip(spec.names, spec.stats, self.values, noise_std, strict=True)
-            ],
-            "data": {"path": str(self.prepared.data.path), "sha256": self.prepared.data.sha256,
-                     "rows": self.prepared.data.rows},
-            "secret": {"protect": spec.protect, "pairs": [list(p) for p in spec.pairs],
-                       "deterministic": self.prepared.deterministic},
-            "report": {
-                "modelling": {
-                    "source": self.prepared.modelling.source,
-                    "n": self.prepared.modelling.n,
-                    "samples_per_theta": self.prepared.modelling.samples,
-                    "protected_records": {str(k): v for k, v in self.prepared.modelling.counts.items()},
-                    "note": self.prepared.modelling.note,
-                },
-                "expected_l2_error": self.chosen.expected_l2_error,
-                "correction": self.chosen.correction,
-                "why": self.chosen.reason,
-                **self.selection.to_dict(),
-            },
-        }
+        """The public payload: what ``distpriv release --format json`` prints. No true value, nothing private."""
+        from .public import public_payload
+
+        return public_payload(self)
+
+    def ledger(self, public_sha256: str | None = None) -> Ledger:
+        """The private ledger of this release: its chain (earlier releases + this one) with fresh fingerprints."""
+        prep = self.prepared
+        key = new_key()
+        own = ChainEntry(self.release_id, float(self.guarantee.epsilon), float(self.guarantee.delta), self.chosen.name,
+                         prep.deterministic, prep.data.rows, key, row_fingerprints(prep.data.frame, key))
+        chain = (*self.composition.chain, own) if self.composition is not None else (own,)
+        eps, delta = composed_total(chain)
+        props: tuple[str, ...] = ()
         if self.composition is not None:
-            out["composition"] = self.composition.to_dict()
-        if self.files:
-            out["report"]["files"] = dict(self.files)
-        return out
+            earlier = tuple(p for led in prep.previous for p in led.propositions)
+            props = tuple(sorted({*earlier, *self.composition.propositions}))
+        return Ledger(None, self.release_id, FRAMEWORK, str(prep.predicate), tuple(prep.spec.pairs), chain, eps,
+                      delta, props, public_sha256)
 
 
-def prepare(spec: ReleaseSpec) -> Prepared:
-    """Read and validate everything, then model f_θ. Raises a DistPrivError on any bad input."""
-    data = load_table(spec.data, "data")
-    population = load_table(spec.population, "--population") if spec.population is not None else None
+def _framework(g: Guarantee) -> str:
+    return str(getattr(g.framework, "value", g.framework))
+
+
+def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
+    """Read and validate everything, then model f_θ. Raises a DistPrivError on any bad input.
+
+    ``data`` replaces ``spec.data`` (an in-memory table).
+    """
+    if data is None:
+        if spec.data is None:
+            raise InvalidParameterError("data: give the table to release")
+        data = load_table(spec.data, "data")
+    if spec.population is not None:
+        population: Table | None = load_table(spec.population, "--population")
+    elif spec.population_frame is not None:
+        population = Table(None, as_frame(spec.population_frame, "population"))
+    else:
+        population = None
+    declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     query = build_query(spec.stats, spec.names)
     predicate = Predicate(spec.protect)
     check_against(data, query, predicate, "the data")
-    previous = [read_previous(p) for p in spec.previous]
+    n: int | None = None
+    if declared is None:
+        n = data.rows if spec.n is None else spec.n
+        check_pairs_achievable(spec.pairs, n)
+        if n != data.rows:
+            raise InvalidParameterError(
+                f"--n: the model describes datasets of n = {n} records but the data has {data.rows} rows; the "
+                "guarantee only covers datasets of n records"
+            )
+    previous = [read_ledger(p) for p in spec.previous]
+    shared: dict[str, int] = {}
     if previous:  # refuse what can be refused before any modelling
-        compose_releases(previous, Guarantee(spec.epsilon, spec.delta, "pending"), sha256=data.sha256,
-                         protect=spec.protect, pairs=spec.pairs, deterministic=None, independent=spec.independent)
-    rng = as_rng(spec.seed)
-    modelling = model_f_theta(data, population, query, predicate, spec.pairs, n=spec.n, samples=spec.samples, rng=rng)
-    frame = population.frame if population is not None else data.frame
-    sens = query.record_sensitivities(frame, modelling.n)
-    prep = Prepared(spec, data, population, query, predicate, modelling, sens, previous, rng)
+        check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
+        chain, _ = merged_chain(previous)
+        canon = canonical_table(data.frame)
+        shared = {e.id: count_shared(row_fingerprints(data.frame, e.fingerprint_key, table=canon), e.fingerprints)
+                  for e in chain}
+        decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent, deterministic=None)
+    if spec.population is not None:
+        input_sha: str | None = file_sha256(spec.population)
+    elif population is not None:
+        input_sha = frame_sha256(population.frame)
+    else:
+        input_sha = declared.sha256 if declared is not None else None
+    seed = public_seed({
+        "stats": list(spec.stats), "names": list(spec.names), "protect": str(predicate),
+        "pairs": [list(p) for p in spec.pairs], "epsilon": spec.epsilon, "delta": spec.delta,
+        "mechanism": spec.mechanism, "calibration": spec.calibration, "n": n, "samples": spec.samples,
+        "source": spec.source, "input": input_sha,
+    })
+    model_rng = np.random.default_rng([seed, _STREAM_MODEL])
+    if declared is not None:
+        modelling = declared_modelling(declared.model, declared.path, declared.sha256)
+        sens = None
+    else:
+        assert n is not None
+        modelling = model_f_theta(data, population, query, predicate, spec.pairs, n=n, samples=spec.samples,
+                                  rng=model_rng, population_sha256=input_sha)
+        frame = population.frame if population is not None else data.frame
+        sens = query.record_sensitivities(frame, n)
+    prep = Prepared(spec, data, population, declared, query, predicate, modelling, sens, previous, shared, seed)
     if previous:  # refuse before any noise is drawn
-        _compose(prep, None)
+        decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent,
+                            deterministic=prep.deterministic)
     return prep
 
 
-def _compose(prep: Prepared, guarantee: Guarantee | None) -> Composition:
-    spec = prep.spec
-    g = guarantee or Guarantee(spec.epsilon, spec.delta, "pending", pairs=tuple(spec.pairs))
-    comp = compose_releases(prep.previous, g, sha256=prep.data.sha256, protect=spec.protect, pairs=spec.pairs,
-                            deterministic=prep.deterministic, independent=spec.independent)
-    assert comp is not None
-    return comp
+def frame_sha256(frame: pd.DataFrame) -> str:
+    """SHA-256 identifying an in-memory public table (column names and pandas' row hashes)."""
+    h = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode("utf-8"))
+    h.update(np.ascontiguousarray(pd.util.hash_pandas_object(frame, index=False).to_numpy()).tobytes())
+    return h.hexdigest()
 
 
 def select(prep: Prepared) -> Selection:
     """Choose the mechanism for a prepared release (``spec.mechanism``: ``auto`` or a name)."""
     spec = prep.spec
+    diag = None
+    if prep.declared is not None:
+        diag = declared_diagnostics(prep.declared.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta)
     return select_mechanism(
         prep.modelling.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
         calibration=spec.calibration, sensitivities=prep.sensitivities, n=prep.modelling.n,
-        mechanism=spec.mechanism, rng=prep.rng,
+        mechanism=spec.mechanism, rng=prep.stream(_STREAM_SELECT), diagnostics=diag,
     )
 
 
-def release(prep: Prepared, selection: Selection | None = None) -> ReleaseResult:
-    """Release the noisy statistics of the data with the selected mechanism."""
+def release(
+    prep: Prepared,
+    selection: Selection | None = None,
+    *,
+    bits: BitSource | None = None,
+    truth: ArrayLike | None = None,
+) -> ReleaseResult:
+    """Release the noisy statistics of the data with the selected mechanism (float-safe, fresh entropy).
+
+    ``bits``: the source of the noise (default: the operating system's entropy, or the spec's seed);
+    ``truth``: F(Data) to release instead of the data's (the audit's side-channel check releases
+    synthetic query values through the same path).
+    """
     sel = selection or select(prep)
-    truth = prep.query.evaluate(prep.data.frame)
-    if truth.shape != (prep.query.dim,):  # pragma: no cover - defensive
-        raise InvalidParameterError("query: unexpected shape of the statistics")
-    values = sel.chosen.release(truth, prep.rng)
-    del truth
-    comp = _compose(prep, sel.chosen.guarantee) if prep.previous else None
-    return ReleaseResult(prep, sel, values, comp)
+    plan = plan_noise(sel.chosen)
+    x = prep.query.evaluate(prep.data.frame) if truth is None else np.asarray(truth, dtype=float)
+    if x.shape != (prep.query.dim,):
+        raise InvalidParameterError(f"truth: expected {prep.query.dim} statistics, got shape {x.shape}")
+    source = bits if bits is not None else bit_source(prep.spec.seed)
+    values = plan.apply(x, source)
+    del x
+    comp = None
+    if prep.previous:
+        props = decide_propositions(prep.previous, shared=prep.shared, rows=prep.data.rows,
+                                    independent=prep.spec.independent, deterministic=prep.deterministic)
+        assert props is not None
+        if _framework(plan.guarantee) != FRAMEWORK:  # pragma: no cover - every release mechanism is DistP
+            raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")
+        comp = compose_releases(prep.previous, plan.guarantee, props)
+    return ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
 
 
 def label_of(name: str) -> str:

@@ -2,23 +2,32 @@
 
 f_θ is the distribution of F(Data) when Data is a dataset of n records whose
 share of records satisfying the protected predicate is θ (Chen & Ohrimenko
-Sections 3, 6.1). Two ways to estimate it:
+Sections 3, 6.1). It comes from information that is public with respect to the
+secret, or — outside the guarantee — from the private table itself:
 
 * **reference population** (``--population``), as in the paper: datasets of n
   records with ⌊θn⌉ records satisfying the predicate are sampled from the
   population (:class:`distpriv.property.PropertyModel`);
-* **the data itself** (no population): datasets of n records are *resampled
-  with replacement* from the data, ⌊θn⌉ of them from the rows satisfying the
-  predicate and the rest from the others. This treats the data as
-  representative of the records a dataset with share θ would contain — an
-  assumption the report states.
+* **declared model** (``--model``): f_θ = N(μ_θ, Σ_θ) as declared in a file
+  (:mod:`distpriv.release.declared`);
+* **the data itself** (``--model-from-data``): datasets of n records are
+  *resampled with replacement* from the data, ⌊θn⌉ of them from the rows
+  satisfying the predicate and the rest from the others. This treats the data
+  as representative of the records a dataset with share θ would contain, and
+  makes the noise scale a function of the private data: what that reveals is
+  not covered by the guarantee, and the release says so.
 
-The data file is only ever read.
+The randomness of the modelling (and of everything else that shapes the
+published choice) is derived from the public inputs only (:func:`public_seed`),
+so the same public inputs always give the same mechanism and noise scale. The
+number of records n defaults to the number of rows of the data; it is treated
+as public. The data file is only ever read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +38,23 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import as_rng
-from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError
-from ..models import EmpiricalModel
+from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError, InvalidTypeError
+from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query, Statistic
 
-__all__ = ["Table", "bootstrap_sampler", "build_query", "load_table", "Modelling", "model_f_theta"]
+__all__ = [
+    "Modelling",
+    "Table",
+    "as_frame",
+    "bootstrap_sampler",
+    "build_query",
+    "file_sha256",
+    "gaussian_sampler",
+    "declared_modelling",
+    "load_table",
+    "model_f_theta",
+    "public_seed",
+]
 
 SUFFIXES_CSV = (".csv", ".txt", ".tsv")
 SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
@@ -41,20 +62,24 @@ SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
 
 @dataclass(frozen=True)
 class Table:
-    """A loaded table with its file's SHA-256 (recorded in the release, used for composition checks)."""
+    """A loaded table (``path`` is ``None`` for an in-memory frame)."""
 
-    path: Path
+    path: Path | None
     frame: pd.DataFrame
-    sha256: str
 
     @property
     def rows(self) -> int:
         return len(self.frame)
 
+    @property
+    def label(self) -> str:
+        return "the data" if self.path is None else str(self.path)
 
-def _sha256(path: Path) -> str:
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (identifies public inputs such as a population or a model file)."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with Path(path).open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -92,7 +117,24 @@ def load_table(path: str | Path, what: str = "data") -> Table:
     if len(df) == 0:
         raise InvalidParameterError(f"{what}: {p} has no rows")
     df.columns = [str(c).strip() for c in df.columns]
-    return Table(p, df, _sha256(p))
+    return Table(p, df)
+
+
+def as_frame(value: Any, what: str) -> pd.DataFrame:
+    """A copy of an in-memory table with stripped string column names (pandas DataFrames only)."""
+    if not isinstance(value, pd.DataFrame):
+        raise InvalidTypeError(f"{what}: expected a pandas DataFrame or a file path, got {type(value).__name__}")
+    if len(value) == 0:
+        raise InvalidParameterError(f"{what}: the table has no rows")
+    frame = value.copy()
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
+def public_seed(parts: dict[str, Any]) -> int:
+    """A 64-bit seed from the SHA-256 of the canonical JSON of public inputs (never of the data)."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
 
 
 def build_query(stats: Sequence[str], names: Sequence[str]) -> Query:
@@ -110,10 +152,10 @@ def check_against(table: Table, query: Query, predicate: Predicate, what: str) -
     mask = predicate.mask(table.frame)
     hits = int(mask.sum())
     if hits == 0:
-        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {what} ({table.path})")
+        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {what}")
     if hits == len(mask):
         raise InvalidParameterError(
-            f"--protect: predicate {str(predicate)!r} matches every row of {what} ({table.path}); the share cannot vary"
+            f"--protect: predicate {str(predicate)!r} matches every row of {what}; the share cannot vary"
         )
     return mask
 
@@ -166,15 +208,40 @@ def bootstrap_sampler(
 
 @dataclass
 class Modelling:
-    """How f_θ was estimated, the sampler behind it and the empirical model."""
+    """How f_θ was obtained, a sampler of F(Data) under θ and the model.
 
-    source: str  # "population" or "data"
-    n: int
-    samples: int
-    counts: dict[float, int]
+    ``source``: ``"population"``, ``"model"`` or ``"data"``; ``n``: records per dataset
+    (``None`` for a declared model); ``samples``: datasets sampled per θ (``None`` for a declared
+    model); ``model``: an :class:`~distpriv.EmpiricalModel` (sampled) or the declared
+    :class:`~distpriv.GaussianModel`; ``note``: a public description; ``input_sha256``: SHA-256 of
+    the population or model file (``None`` for the data).
+    """
+
+    source: str
+    n: int | None
+    samples: int | None
     sampler: Any  # (p, size, rng) -> (size, m)
-    model: EmpiricalModel
+    model: EmpiricalModel | GaussianModel
     note: str
+    input_sha256: str | None = None
+
+    @property
+    def public(self) -> bool:
+        """True when f_θ is a function of public inputs only (not modelled from the data)."""
+        return self.source != "data"
+
+
+def gaussian_sampler(model: GaussianModel) -> Any:
+    """``sampler(p, size, rng)`` drawing F from the declared N(μ_p, Σ_p)."""
+    by_value = {float(lab): lab for lab in model.labels}
+
+    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        lab = by_value.get(float(p))
+        if lab is None:
+            raise InvalidParameterError(f"p: θ = {p} is not declared in the model")
+        return model.sample(lab, size, as_rng(rng))
+
+    return sample
 
 
 def model_f_theta(
@@ -184,32 +251,39 @@ def model_f_theta(
     predicate: Predicate,
     pairs: Sequence[tuple[float, float]],
     *,
-    n: int | None,
+    n: int,
     samples: int,
     rng: Any,
+    population_sha256: str | None = None,
 ) -> Modelling:
-    """Estimate f_θ for every θ in Ψ (see the module docstring) from ``samples`` sampled datasets per θ."""
+    """Estimate f_θ for every θ in Ψ from ``samples`` sampled datasets per θ (population or data; module docstring)."""
     g = as_rng(rng)
-    n_rec = data.rows if n is None else int(n)
-    counts = check_pairs_achievable(pairs, n_rec)
+    counts = check_pairs_achievable(pairs, n)
     labels = list(dict.fromkeys(v for pr in pairs for v in pr))
     if population is not None:
         mask = check_against(population, query, predicate, "--population")
-        sampler, source = _population_sampler(population, query, predicate, mask, n_rec, counts), "population"
-        note = (f"f_θ modelled from the reference population {population.path.name} ({population.rows} records): "
-                f"datasets of n = {n_rec} records with round(θn) records satisfying {str(predicate)!r}, "
-                "drawn without replacement (Chen & Ohrimenko Sec. 6.1).")
+        sampler, source = _population_sampler(population, query, predicate, mask, n, counts), "population"
+        note = (f"f_θ modelled from the reference population ({population.rows} records, SHA-256 "
+                f"{(population_sha256 or '?')[:16]}…): datasets of n = {n} records with round(θn) records satisfying "
+                f"{str(predicate)!r}, drawn without replacement (Chen & Ohrimenko Sec. 6.1).")
     else:
         mask = predicate.mask(data.frame)
-        sampler = bootstrap_sampler(query.column_matrix(data.frame), mask, query, n_rec)
+        sampler = bootstrap_sampler(query.column_matrix(data.frame), mask, query, n)
         source = "data"
-        note = (f"No reference population was given: f_θ modelled by resampling the data itself — datasets of "
-                f"n = {n_rec} records drawn with replacement, round(θn) of them from the {int(mask.sum())} rows "
-                f"satisfying {str(predicate)!r} and the rest from the other {int((~mask).sum())}. This assumes the "
-                "data are representative of the records a dataset with share θ would hold; the noise scale "
-                "therefore depends on the data.")
+        note = (f"f_θ modelled from the private table itself (--model-from-data): datasets of n = {n} records "
+                f"resampled with replacement, round(θn) of them from the rows satisfying {str(predicate)!r}. This "
+                "assumes the data are representative of the records a dataset with share θ would hold, and makes "
+                "the mechanism and its noise scale depend on the private data: what they reveal about it is "
+                "outside the guarantee.")
     samples_by = {lab: np.asarray(sampler(lab, samples, g), dtype=float) for lab in labels}
-    return Modelling(source, n_rec, samples, counts, sampler, EmpiricalModel(samples_by), note)
+    return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by), note, population_sha256)
+
+
+def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelling:
+    """:class:`Modelling` of a declared model file (no sampling: f_θ is given)."""
+    note = (f"f_θ declared in the model file {path.name} (SHA-256 {sha256[:16]}…): N(μ_θ, Σ_θ) for θ in "
+            f"{[float(v) for v in model.labels]}; the guarantee is for the declared values.")
+    return Modelling("model", None, None, gaussian_sampler(model), model, note, sha256)
 
 
 def _population_sampler(

@@ -421,6 +421,8 @@ def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
 
 def _test_text(diag: Diagnostics, assumption: str) -> str:
     t = diag.tests[assumption]
+    if t.detail.startswith("declared"):  # known exactly for a declared model (distpriv.release.declared)
+        return f"{assumption.replace('_', ' ')} holds ({t.detail})"
     return f"{assumption.replace('_', ' ')} not rejected ({t.detail}; adjusted p = {t.p_value:.3g} >= {diag.alpha})"
 
 
@@ -652,13 +654,17 @@ def select_mechanism(
     mechanism: str = "auto",
     alpha: float = ALPHA,
     rng: RngLike = 0,
+    diagnostics: Diagnostics | None = None,
 ) -> Selection:
     """Evaluate every candidate (``mechanism="auto"``) or one, and choose the smallest expected L2 error.
 
-    Raises :class:`~distpriv.AssumptionError` when the requested mechanism (or every
-    candidate) is rejected; the message gives the reason.
+    ``diagnostics``: assumptions known without testing (a declared Gaussian model,
+    :func:`distpriv.release.declared.declared_diagnostics`); by default they are tested on
+    the samples of ``model``. Raises :class:`~distpriv.AssumptionError` when the requested
+    mechanism (or every candidate) is rejected; the message gives the reason.
     """
-    diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
+    diag = diagnostics if diagnostics is not None else diagnose_assumptions(
+        model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     names = CANDIDATES if mechanism == "auto" else (mechanism,)
     cands = [evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                                 sensitivities=sensitivities, n=n) for nm in names]

@@ -17,6 +17,7 @@ TOML spec files use the same names as the command-line options::
     epsilon = 1.0
     delta = 1e-3
     mechanism = "auto"
+    population = "population.csv"                 # or model = "model.toml", or model_from_data = true
 
 Command-line options override the file.
 """
@@ -50,7 +51,13 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 #: Keys accepted in a TOML spec file.
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
-    "population", "n", "samples", "calibration", "seed", "previous", "independent",
+    "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
+)
+
+#: The one-line error when no source of f_θ is given (or more than one).
+SOURCE_HELP = (
+    "give a reference population (--population POP), a declared model (--model FILE) or --model-from-data "
+    "(resamples the private table itself: the noise scale then depends on the data, outside the guarantee)"
 )
 
 
@@ -111,16 +118,21 @@ class ReleaseSpec:
     pairs: Ψ, unordered pairs of property values in [0, 1].
     epsilon, delta: the privacy target.
     mechanism: ``"auto"`` or a name of :data:`distpriv.MECHANISMS`.
-    population: optional reference population to model f_θ (else the data itself is resampled).
-    n: records per modelled dataset (default: the number of rows of the data).
+    population: reference population (public) from which f_θ is modelled; or
+    model: a declared model file (per-θ means and covariances, :mod:`distpriv.release.declared`); or
+    model_from_data: model f_θ by resampling the data itself (the noise then depends on the private data).
+        Exactly one of the three.
+    n: records per modelled dataset (default: the number of rows of the data; treated as public).
     samples: datasets sampled per θ to estimate f_θ.
     calibration: ``"exact"`` or ``"classic"``.
-    seed: random seed of the whole release (modelling, noise).
-    previous: JSON outputs of earlier releases to compose with.
+    seed: ``None`` (default): the noise comes from the operating system's entropy. An integer seeds the
+        noise for tests and reproduction only — a seeded release is not private.
+    previous: ``--out`` folders of earlier releases (their private ledgers) to compose with.
     independent: the user asserts the data of this release and of ``previous`` are independently sampled.
+    population_frame: an in-memory population (a pandas DataFrame) instead of ``population``.
     """
 
-    data: Path
+    data: Path | None
     stats: tuple[str, ...]
     protect: str
     pairs: tuple[tuple[float, float], ...]
@@ -129,12 +141,15 @@ class ReleaseSpec:
     mechanism: str = "auto"
     names: tuple[str, ...] = ()
     population: Path | None = None
+    model: Path | None = None
+    model_from_data: bool = False
     n: int | None = None
     samples: int = 1000
     calibration: str = "exact"
-    seed: int = 0
+    seed: int | None = None
     previous: tuple[Path, ...] = field(default_factory=tuple)
     independent: bool = False
+    population_frame: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -158,22 +173,46 @@ class ReleaseSpec:
             raise InvalidParameterError(f"--n: must be a positive integer, got {self.n!r}")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 20:
             raise InvalidParameterError(f"--samples: must be an integer >= 20, got {self.samples!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise InvalidParameterError(f"--seed: must be a non-negative integer, got {self.seed!r}")
-        for p in (self.data, self.population, *self.previous):
+        if not isinstance(self.model_from_data, bool):
+            raise InvalidTypeError(f"--model-from-data: expected true or false, got {self.model_from_data!r}")
+        pop = self.population if self.population is not None else self.population_frame
+        sources = [k for k, v in (("--population", pop), ("--model", self.model),
+                                  ("--model-from-data", self.model_from_data or None)) if v is not None]
+        if not sources:
+            raise InvalidParameterError(f"--population: f_θ needs a model of the data: {SOURCE_HELP}")
+        if len(sources) > 1:
+            raise InvalidParameterError(f"{sources[1]}: give only one of --population, --model and --model-from-data")
+        if self.model is not None and self.n is not None:
+            raise InvalidParameterError("--n: not used with --model (the declared model fixes f_θ)")
+        for p, what in ((self.data, "data"), (self.population, "--population"), (self.model, "--model")):
             if p is not None and not Path(p).is_file():
-                what = "data" if p == self.data else ("--population" if p == self.population else "--previous")
                 raise DataUnavailableError(f"{what}: file not found: {p}")
+        for p in self.previous:
+            if Path(p).is_file():
+                raise InvalidParameterError(
+                    f"--previous: {p} is a file; give the --out folder of an earlier release (it holds the private ledger)"
+                )
+            if not Path(p).is_dir():
+                raise DataUnavailableError(f"--previous: folder not found: {p}")
 
     @property
     def labels(self) -> tuple[float, ...]:
         """The θ labels (property values) in Ψ, in order of first appearance."""
         return tuple(dict.fromkeys(v for pr in self.pairs for v in pr))
 
+    @property
+    def source(self) -> str:
+        """Where f_θ comes from: ``"population"``, ``"model"`` or ``"data"``."""
+        if self.population is not None or self.population_frame is not None:
+            return "population"
+        return "model" if self.model is not None else "data"
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly view (paths as strings)."""
+        """JSON-friendly view (paths as strings). Holds local paths: for the curator, not for publication."""
         return {
-            "data": str(self.data),
+            "data": None if self.data is None else str(self.data),
             "stats": dict(zip(self.names, self.stats, strict=True)),
             "protect": self.protect,
             "pairs": [list(p) for p in self.pairs],
@@ -181,6 +220,8 @@ class ReleaseSpec:
             "delta": self.delta,
             "mechanism": self.mechanism,
             "population": None if self.population is None else str(self.population),
+            "model": None if self.model is None else str(self.model),
+            "model_from_data": self.model_from_data,
             "n": self.n,
             "samples": self.samples,
             "calibration": self.calibration,
@@ -209,7 +250,7 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         raise InvalidParameterError(f"--config: unknown key {unknown[0]!r} in {p}; allowed keys are {list(SPEC_KEYS)}")
     out: dict[str, Any] = dict(raw)
     base = p.resolve().parent
-    for key in ("data", "population"):
+    for key in ("data", "population", "model"):
         if key in out:
             if not isinstance(out[key], str):
                 raise InvalidTypeError(f"--config: {key} must be a file path string in {p}")
@@ -220,7 +261,7 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         if isinstance(prev, str):
             prev = [prev]
         if not isinstance(prev, list) or not all(isinstance(x, str) for x in prev):
-            raise InvalidTypeError(f"--config: previous must be a list of file paths in {p}")
+            raise InvalidTypeError(f"--config: previous must be a list of folder paths in {p}")
         out["previous"] = [Path(x) if Path(x).is_absolute() else base / x for x in prev]
     if "stats" in out:
         stats = out["stats"]
@@ -246,8 +287,9 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     for key in ("protect", "mechanism", "calibration"):
         if key in out and not isinstance(out[key], str):
             raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
-    if "independent" in out and not isinstance(out["independent"], bool):
-        raise InvalidTypeError(f"--config: independent must be true or false in {p}")
+    for key in ("independent", "model_from_data"):
+        if key in out and not isinstance(out[key], bool):
+            raise InvalidTypeError(f"--config: {key} must be true or false in {p}")
     return out
 
 
@@ -264,6 +306,8 @@ def build_spec(
     mechanism: str | None,
     population: str | Path | None,
     config: str | Path | None,
+    model: str | Path | None = None,
+    model_from_data: bool | None = None,
     n: int | None = None,
     samples: int | None = None,
     calibration: str | None = None,
@@ -282,6 +326,8 @@ def build_spec(
         "delta": delta,
         "mechanism": mechanism,
         "population": None if population is None else Path(population),
+        "model": None if model is None else Path(model),
+        "model_from_data": model_from_data,
         "n": n,
         "samples": samples,
         "calibration": calibration,
@@ -319,4 +365,5 @@ def build_spec(
         kwargs["names"] = tuple(kwargs["names"])
     kwargs["previous"] = tuple(kwargs.get("previous") or ())
     kwargs["independent"] = bool(kwargs.get("independent") or False)
+    kwargs["model_from_data"] = bool(kwargs.get("model_from_data") or False)
     return ReleaseSpec(**kwargs)

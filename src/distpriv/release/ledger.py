@@ -1,0 +1,320 @@
+"""The curator's private ledger: what composing later releases needs, kept out of the public files.
+
+``distpriv release --out DIR`` writes, next to the public ``release.json`` and
+report, a folder ``DIR/private/`` labelled not for publication:
+
+* ``ledger.json`` — the secret (protected predicate, pairs Ψ, framework), and
+  the *chain*: every release this one was composed with, itself last, each
+  with its own (ε, δ), mechanism, whether its f_θ model fixes F(Data) given θ
+  (Prop. A.4's condition), its row count and its fingerprint file; the composed
+  total; the SHA-256 of the public ``release.json``; and a SHA-256 checksum of
+  all of it;
+* ``fingerprints-<id>.npy`` — sorted uint64 keyed fingerprints of the rows of
+  each release of the chain (:mod:`distpriv.release.fingerprints`), so later
+  releases can detect shared rows by content.
+
+:func:`read_ledger` validates a ledger completely (format, schema, ranges:
+finite ε > 0, 0 <= δ < 1; the checksum; the fingerprint files and their
+hashes; the composed total against the chain) and raises a one-line
+:class:`~distpriv.errors.InvalidParameterError` naming ``--previous`` for any
+missing, malformed, edited or foreign ledger. The checksum detects edits made
+without recomputing it; it is not a signature — keep ``private/`` where only
+the curator can write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from .fingerprints import KEY_LENGTH
+
+__all__ = [
+    "FORMAT",
+    "NOTICE",
+    "VERSION",
+    "ChainEntry",
+    "Ledger",
+    "new_release_id",
+    "read_ledger",
+    "write_ledger",
+]
+
+FORMAT = "distpriv-ledger"
+VERSION = 1
+PRIVATE_DIR = "private"
+LEDGER_FILE = "ledger.json"
+NOTICE = (
+    "PRIVATE - NOT FOR PUBLICATION. This folder is the curator's record for composing later releases "
+    "(distpriv release --previous). It holds keyed fingerprints of every row of the released data and the keys "
+    "that make them testable: publishing it reveals which records were used."
+)
+_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+_HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
+_TOP_KEYS = {"format", "version", "notice", "release", "framework", "protect", "pairs", "releases", "composed",
+             "public_sha256", "checksum"}
+_ENTRY_KEYS = {"id", "epsilon", "delta", "mechanism", "deterministic", "rows", "fingerprints"}
+_FP_KEYS = {"file", "key", "sha256", "count"}
+_COMPOSED_KEYS = {"epsilon", "delta", "propositions"}
+
+
+def new_release_id() -> str:
+    """A fresh random release identifier (operating-system entropy)."""
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainEntry:
+    """One release of a ledger's chain."""
+
+    id: str
+    epsilon: float
+    delta: float
+    mechanism: str
+    deterministic: bool
+    rows: int
+    fingerprint_key: str
+    fingerprints: NDArray[np.uint64]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "epsilon": self.epsilon, "delta": self.delta, "mechanism": self.mechanism,
+                "deterministic": self.deterministic, "rows": self.rows,
+                "fingerprints": {"file": _fp_name(self.id), "key": self.fingerprint_key,
+                                 "sha256": _npy_sha(self.fingerprints), "count": int(self.fingerprints.size)}}
+
+
+@dataclass(frozen=True, eq=False)
+class Ledger:
+    """A validated ledger (of a folder read with :func:`read_ledger`, or about to be written)."""
+
+    folder: Path | None
+    release: str
+    framework: str
+    protect: str
+    pairs: tuple[tuple[float, float], ...]
+    chain: tuple[ChainEntry, ...]
+    epsilon: float
+    delta: float
+    propositions: tuple[str, ...]
+    public_sha256: str | None
+
+    @property
+    def own(self) -> ChainEntry:
+        """The ledger's own release (last in its chain)."""
+        return self.chain[-1]
+
+
+def _fp_name(release_id: str) -> str:
+    return f"fingerprints-{release_id}.npy"
+
+
+def _npy_bytes(arr: NDArray[np.uint64]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr, dtype="<u8"), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _npy_sha(arr: NDArray[np.uint64]) -> str:
+    return hashlib.sha256(_npy_bytes(arr)).hexdigest()
+
+
+def _canonical(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _checksum(body: dict[str, Any]) -> str:
+    return hashlib.sha256(_canonical({k: v for k, v in body.items() if k != "checksum"})).hexdigest()
+
+
+def composed_total(chain: Sequence[ChainEntry]) -> tuple[float, float]:
+    """(Σ ε, min(1, Σ δ)) over the chain (basic composition, Props. A.4/A.5)."""
+    return math.fsum(e.epsilon for e in chain), min(1.0, math.fsum(e.delta for e in chain))
+
+
+def write_ledger(out: Path, ledger: Ledger) -> Path:
+    """Write ``out/private/ledger.json`` and the chain's fingerprint files; returns the ledger path."""
+    folder = Path(out) / PRIVATE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "README.txt").write_text(NOTICE + "\n", encoding="utf-8")
+    for entry in ledger.chain:
+        (folder / _fp_name(entry.id)).write_bytes(_npy_bytes(entry.fingerprints))
+    body: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "notice": NOTICE,
+        "release": ledger.release,
+        "framework": ledger.framework,
+        "protect": ledger.protect,
+        "pairs": [[float(a), float(b)] for a, b in ledger.pairs],
+        "releases": [e.to_json() for e in ledger.chain],
+        "composed": {"epsilon": ledger.epsilon, "delta": ledger.delta, "propositions": list(ledger.propositions)},
+        "public_sha256": ledger.public_sha256,
+    }
+    body["checksum"] = _checksum(body)
+    path = folder / LEDGER_FILE
+    path.write_text(json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+class _Bad(Exception):
+    pass
+
+
+def _number(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Bad(f"{what} is not a number ({v!r})")
+    x = float(v)
+    if not math.isfinite(x):
+        raise _Bad(f"{what} = {x} is not finite")
+    return x
+
+
+def _keys(d: Any, expected: set[str], what: str) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        raise _Bad(f"{what} is not an object")
+    missing, extra = sorted(expected - set(d)), sorted(set(d) - expected)
+    if missing:
+        raise _Bad(f"{what} lacks {missing[0]!r}")
+    if extra:
+        raise _Bad(f"{what} has an unknown field {extra[0]!r}")
+    return d
+
+
+def _entry(raw: Any, folder: Path, i: int) -> ChainEntry:
+    e = _keys(raw, _ENTRY_KEYS, f"release {i + 1} of the chain")
+    rid = e["id"]
+    if not isinstance(rid, str) or not _ID_RE.match(rid):
+        raise _Bad(f"release {i + 1}: malformed id")
+    eps = _number(e["epsilon"], f"release {i + 1}: ε")
+    if eps <= 0:
+        raise _Bad(f"release {i + 1}: ε = {eps} must be > 0")
+    delta = _number(e["delta"], f"release {i + 1}: δ")
+    if not 0.0 <= delta < 1.0:
+        raise _Bad(f"release {i + 1}: δ = {delta} must be in [0, 1)")
+    if not isinstance(e["mechanism"], str) or not e["mechanism"]:
+        raise _Bad(f"release {i + 1}: malformed mechanism")
+    if not isinstance(e["deterministic"], bool):
+        raise _Bad(f"release {i + 1}: 'deterministic' must be true or false")
+    rows = e["rows"]
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise _Bad(f"release {i + 1}: rows must be a positive integer")
+    fp = _keys(e["fingerprints"], _FP_KEYS, f"release {i + 1}: fingerprints")
+    key = fp["key"]
+    if not isinstance(key, str) or len(key) != KEY_LENGTH or not key.isascii():
+        raise _Bad(f"release {i + 1}: malformed fingerprint key")
+    if fp["file"] != _fp_name(rid):
+        raise _Bad(f"release {i + 1}: unexpected fingerprint file name {fp['file']!r}")
+    if not isinstance(fp["sha256"], str) or not _HEX64_RE.match(fp["sha256"]):
+        raise _Bad(f"release {i + 1}: malformed fingerprint hash")
+    count = fp["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count != rows:
+        raise _Bad(f"release {i + 1}: fingerprint count does not match its rows")
+    path = folder / fp["file"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise _Bad(f"fingerprint file {fp['file']} is missing") from None
+    if hashlib.sha256(data).hexdigest() != fp["sha256"]:
+        raise _Bad(f"fingerprint file {fp['file']} was modified (SHA-256 mismatch)")
+    import io
+
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        raise _Bad(f"fingerprint file {fp['file']} is not a NumPy array") from None
+    if arr.dtype != np.dtype("<u8") or arr.ndim != 1 or arr.size != rows or np.any(arr[1:] < arr[:-1]):
+        raise _Bad(f"fingerprint file {fp['file']} is not a sorted uint64 vector of {rows} entries")
+    return ChainEntry(rid, eps, delta, e["mechanism"], e["deterministic"], rows, key, arr)
+
+
+def _parse(folder: Path, doc: Any) -> Ledger:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise _Bad("it is not a distpriv ledger")
+    if doc.get("version") != VERSION:
+        raise _Bad(f"unsupported ledger version {doc.get('version')!r} (expected {VERSION})")
+    d = _keys(doc, _TOP_KEYS, "the ledger")
+    for k in ("release", "framework", "protect", "notice"):
+        if not isinstance(d[k], str) or not d[k]:
+            raise _Bad(f"malformed {k!r}")
+    pairs_raw = d["pairs"]
+    if not isinstance(pairs_raw, list) or not pairs_raw:
+        raise _Bad("'pairs' must be a non-empty list")
+    pairs: list[tuple[float, float]] = []
+    for p in pairs_raw:
+        if not isinstance(p, list) or len(p) != 2:
+            raise _Bad("each pair must be two property values")
+        a, b = (_number(v, "a pair value") for v in p)
+        if not (0.0 <= a <= 1.0 and 0.0 <= b <= 1.0) or a == b:
+            raise _Bad(f"pair ({a}, {b}) is not two different values in [0, 1]")
+        pairs.append((a, b))
+    chain_raw = d["releases"]
+    if not isinstance(chain_raw, list) or not chain_raw:
+        raise _Bad("'releases' must be a non-empty list")
+    chain = tuple(_entry(e, folder, i) for i, e in enumerate(chain_raw))
+    ids = [e.id for e in chain]
+    if len(set(ids)) != len(ids):
+        raise _Bad("a release appears twice in its chain")
+    if chain[-1].id != d["release"]:
+        raise _Bad("the ledger's own release is not last in its chain")
+    comp = _keys(d["composed"], _COMPOSED_KEYS, "'composed'")
+    eps = _number(comp["epsilon"], "composed ε")
+    delta = _number(comp["delta"], "composed δ")
+    if eps <= 0 or not 0.0 <= delta <= 1.0:
+        raise _Bad(f"composed (ε, δ) = ({eps}, {delta}) is out of range")
+    want_e, want_d = composed_total(chain)
+    if not (math.isclose(eps, want_e, rel_tol=1e-12) and math.isclose(delta, want_d, rel_tol=1e-12, abs_tol=1e-300)):
+        raise _Bad(f"composed (ε, δ) = ({eps}, {delta}) is not the sum over its chain ({want_e}, {want_d})")
+    props = comp["propositions"]
+    if not isinstance(props, list) or not all(p in ("A.4", "A.5") for p in props):
+        raise _Bad("malformed 'propositions'")
+    pub = d["public_sha256"]
+    if pub is not None and (not isinstance(pub, str) or not _HEX64_RE.match(pub)):
+        raise _Bad("malformed 'public_sha256'")
+    if not isinstance(d["checksum"], str) or d["checksum"] != _checksum(d):
+        raise _Bad("its checksum does not match its content (the ledger was edited)")
+    return Ledger(folder, d["release"], d["framework"], d["protect"], tuple(pairs), chain, eps, delta,
+                  tuple(props), pub)
+
+
+def read_ledger(folder: str | Path) -> Ledger:
+    """Read and validate the private ledger of an earlier release's ``--out`` folder (see the module docstring)."""
+    top = Path(folder)
+    path = top / PRIVATE_DIR / LEDGER_FILE
+    if not path.is_file():
+        raise InvalidParameterError(
+            f"--previous: {top} has no private ledger ({PRIVATE_DIR}/{LEDGER_FILE}); give the --out folder of an "
+            "earlier 'distpriv release'"
+        )
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+        ledger = _parse(path.parent, doc)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidParameterError(f"--previous: {path} is not a readable ledger ({type(exc).__name__})") from None
+    except _Bad as exc:
+        raise InvalidParameterError(f"--previous: {path} is invalid: {exc}") from None
+    public = top / "release.json"
+    if ledger.public_sha256 is not None and public.is_file():
+        if hashlib.sha256(public.read_bytes()).hexdigest() != ledger.public_sha256:
+            raise InvalidParameterError(
+                f"--previous: {public} does not belong to the ledger in {path.parent} (SHA-256 mismatch)"
+            )
+    return Ledger(top, ledger.release, ledger.framework, ledger.protect, ledger.pairs, ledger.chain, ledger.epsilon,
+                  ledger.delta, ledger.propositions, ledger.public_sha256)
+
+
+def _reject_constant(name: str) -> float:
+    raise _Bad(f"the ledger contains {name}, which is not a number")

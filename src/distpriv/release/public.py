@@ -1,0 +1,141 @@
+"""What a release publishes: one payload built from the noisy values and public inputs only.
+
+The public outputs — the JSON on stdout, ``release.json``, ``report.md``,
+``report.html`` and the figures — are all built from :func:`public_payload`
+and :func:`public_context`. They carry the noisy values, the guarantee, the
+mechanism and its noise description, and the public specification (statistics,
+protected predicate, Ψ, ε, δ, how f_θ was modelled and the SHA-256 of a public
+population or model file). Nothing computed from the private table: no true
+value, path, file hash, row or protected-record count, and — when f_θ comes from
+the data — no diagnostics or figures.
+
+With ``--population`` or ``--model`` the mechanism and noise are functions of
+public inputs, so two datasets with the same public inputs give payloads that
+differ only in ``statistics[].value``. With ``--model-from-data`` the fields
+listed in ``data_dependent`` (:data:`DATA_DEPENDENT`) depend on the private data
+as well, and the payload's first warning says that this is outside the guarantee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import ReleaseResult
+    from .data import Modelling
+    from .selection import Selection
+
+__all__ = ["DATA_DEPENDENT", "PublicContext", "public_context", "public_payload"]
+
+#: Payload fields that depend on the private data when f_θ is modelled from it (``--model-from-data``).
+DATA_DEPENDENT: tuple[str, ...] = (
+    "mechanism", "mechanism_label", "guarantee", "statistics[].noise_std", "noise",
+    "report.chosen", "report.expected_l2_error", "report.correction", "report.why", "report.candidates",
+    "composition.guarantee",
+)
+
+FROM_DATA_WARNING = (
+    "f_θ was modelled from the private table itself (--model-from-data): the mechanism, its noise scale and the "
+    "fields listed in data_dependent depend on the private data, and what they reveal about it is outside the "
+    "guarantee; use --population or --model for a release whose public outputs depend on public inputs only"
+)
+SEEDED_WARNING = (
+    "a seeded release is not private: anyone who knows the seed (--seed) can reproduce and remove the noise; "
+    "use it for tests and reproduction only"
+)
+
+
+def _stats(result: ReleaseResult) -> list[dict[str, Any]]:
+    spec = result.prepared.spec
+    std = result.noise.noise_std
+    return [{"name": nm, "spec": st, "value": float(v), "noise_std": float(s)}
+            for nm, st, v, s in zip(spec.names, spec.stats, result.values, std, strict=True)]
+
+
+def public_payload(result: ReleaseResult) -> dict[str, Any]:
+    """The public JSON of a release (see the module docstring)."""
+    prep = result.prepared
+    spec = prep.spec
+    m = prep.modelling
+    chosen = result.chosen
+    from_data = not m.public
+    warnings = ([FROM_DATA_WARNING] if from_data else []) + ([SEEDED_WARNING] if result.randomness == "seeded" else [])
+    report: dict[str, Any] = {
+        "modelling": {"source": m.source, "n": m.n, "samples_per_theta": m.samples, "input_sha256": m.input_sha256,
+                      "note": m.note},
+        "chosen": chosen.name,
+        "expected_l2_error": chosen.expected_l2_error,
+        "correction": chosen.correction,
+        "why": chosen.reason,
+        "candidates": [c.to_dict() for c in result.selection.candidates],
+    }
+    if not from_data:
+        report["diagnostics"] = result.selection.diagnostics.to_dict()
+    out: dict[str, Any] = {
+        "mechanism": chosen.name,
+        "mechanism_label": chosen.label,
+        "guarantee": result.guarantee.to_dict(),
+        "statistics": _stats(result),
+        "noise": {**result.noise.describe(), "expected_l2_error": chosen.expected_l2_error},
+        "randomness": result.randomness,
+        "spec": {
+            "stats": [{"name": nm, "spec": st} for nm, st in zip(spec.names, spec.stats, strict=True)],
+            "protect": str(prep.predicate),
+            "pairs": [list(p) for p in spec.pairs],
+            "epsilon": spec.epsilon,
+            "delta": spec.delta,
+            "mechanism": spec.mechanism,
+            "calibration": spec.calibration,
+        },
+        "report": report,
+        "data_dependent": [f for f in DATA_DEPENDENT if f != "composition.guarantee" or result.composition]
+        if from_data else [],
+        "warnings": warnings,
+    }
+    if result.composition is not None:
+        out["composition"] = result.composition.to_dict()
+    return out
+
+
+@dataclass(frozen=True)
+class PublicContext:
+    """Everything a public report may be computed from.
+
+    ``payload``: :func:`public_payload`; ``modelling``/``selection``/``sensitivities``: the public f_θ model
+    and what was computed from it (all ``None`` when f_θ was modelled from the private table); ``seed``: the
+    seed derived from the public inputs (for the report's attack simulations).
+    """
+
+    payload: dict[str, Any]
+    modelling: Modelling | None
+    selection: Selection | None
+    sensitivities: NDArray[np.float64] | None
+    pairs: tuple[tuple[float, float], ...]
+    epsilon: float
+    delta: float
+    calibration: str
+    names: tuple[str, ...]
+    seed: int
+
+    @property
+    def public_model(self) -> bool:
+        return self.modelling is not None
+
+
+def public_context(result: ReleaseResult) -> PublicContext:
+    """The :class:`PublicContext` of a release (the private table is not reachable from it)."""
+    prep = result.prepared
+    spec = prep.spec
+    public = prep.modelling.public
+    return PublicContext(
+        payload=public_payload(result),
+        modelling=prep.modelling if public else None,
+        selection=result.selection if public else None,
+        sensitivities=prep.sensitivities if public else None,
+        pairs=tuple(spec.pairs), epsilon=spec.epsilon, delta=spec.delta, calibration=spec.calibration,
+        names=tuple(spec.names), seed=prep.seed,
+    )

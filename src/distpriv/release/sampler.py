@@ -1,0 +1,255 @@
+"""Exact, floating-point-safe sampling of rounded Gaussian and Laplace noise from uniform bits.
+
+Adding ``numpy`` noise to a statistic in floating point leaks the statistic
+through the rounding pattern of the result (Mironov, "On significance of the
+least significant bits for differential privacy", CCS 2012): the set of
+floats ``x + Z`` can reach depends on ``x``. Here the released quantity is
+instead
+
+    K = round((y + Z) / g)        (an integer; the output is K·g)
+
+for the ideal continuous noise Z (normal N(0, σ²) or Laplace Lap(b)) and a grid
+step g. K is sampled *exactly from its discrete law*
+
+    P(K <= k) = G(k) = F_Z((k + ½) g − y)
+
+by inverse-CDF sampling: K = k iff G(k − 1) < U <= G(k) for U ~ Uniform(0, 1).
+U is never materialised: its bits are drawn lazily (64 at first, then 32 at a
+time) from a :class:`BitSource` (the operating system's entropy,
+:func:`secrets.randbits`, for a release), so after b bits U is known to lie in
+the dyadic interval [a/2^b, (a + 1)/2^b). G(k) is evaluated with ``mpmath`` at
+working precision p + 20 bits (p >= 128), from the argument ((k + ½)g − y)/σ
+computed exactly in rational arithmetic, and compared with U's interval with a
+safety margin of 2^(8 − p): a comparison is decided only when the whole
+interval lies on one side of [Ĝ − 2^(8−p), Ĝ + 2^(8−p)]. Otherwise more bits
+are drawn, and the precision is raised by 64 bits whenever b comes within 16
+bits of p. Every decision is then certain (given the margin), so K has exactly
+the law G for every input y: its support is all of ℤ whatever y is, and the
+output K·g lies on the grid gℤ — no input-dependent rounding pattern exists.
+
+Residual assumptions: ``mpmath``'s ``erfc`` and ``exp`` are accurate to within
+2^(8−p) in absolute value at working precision p + 20 (they are designed to be
+accurate to a few units in the last place), and the bit source is uniform.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal, Protocol
+
+import mpmath
+from scipy import special
+
+from ..errors import InvalidParameterError
+
+__all__ = [
+    "BitSource",
+    "Law",
+    "OSBits",
+    "SeededBits",
+    "bit_source",
+    "cdf_floor",
+    "sample_rounded",
+    "sample_rounded_many",
+]
+
+Law = Literal["gaussian", "laplace", "none"]
+
+#: Bits of U drawn at first, and per refinement.
+START_BITS = 64
+MORE_BITS = 32
+#: Starting working precision p (bits) of the CDF evaluations, and its increment.
+START_PRECISION = 128
+PRECISION_STEP = 64
+#: Extra bits mpmath works with beyond p.
+GUARD_BITS = 20
+#: The margin is 2^(MARGIN_BITS − p): G(k) is trusted to lie within it of the computed value.
+MARGIN_BITS = 8
+
+
+class BitSource(Protocol):
+    """A source of independent uniform random bits."""
+
+    seeded: bool
+
+    def bits(self, k: int) -> int:
+        """k uniform random bits as a non-negative integer < 2^k."""
+        ...  # pragma: no cover - protocol
+
+
+class OSBits:
+    """Bits from the operating system's entropy (:func:`secrets.randbits`): the source of every release."""
+
+    seeded = False
+
+    def bits(self, k: int) -> int:
+        return secrets.randbits(k)
+
+
+class SeededBits:
+    """Reproducible bits from a seeded Mersenne Twister (:class:`random.Random`) — tests only: not private."""
+
+    seeded = True
+
+    def __init__(self, seed: int) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise InvalidParameterError(f"seed: must be a non-negative integer, got {seed!r}")
+        self._rng = random.Random(seed)
+
+    def bits(self, k: int) -> int:
+        return self._rng.getrandbits(k)
+
+
+def bit_source(seed: int | None) -> BitSource:
+    """:class:`OSBits` for ``seed=None``, else :class:`SeededBits` (reproducible, and therefore not private)."""
+    return OSBits() if seed is None else SeededBits(seed)
+
+
+def _context() -> mpmath.ctx_mp.MPContext:
+    return mpmath.MPContext()
+
+
+def cdf_floor(ctx: mpmath.ctx_mp.MPContext, law: Law, t: Fraction, p: int) -> int:
+    """⌊F(t)·2^p⌋ as computed by mpmath at precision p + 20, F the standard normal or Laplace(1) CDF.
+
+    Normal: F(t) = erfc(−t/√2)/2. Laplace: F(t) = e^t/2 for t < 0, 1 − e^(−t)/2 otherwise.
+    ``t`` is exact; it is rounded once to the working precision.
+    """
+    ctx.prec = p + GUARD_BITS
+    x = ctx.mpf(t.numerator) / t.denominator
+    if law == "gaussian":
+        v = ctx.erfc(-x / ctx.sqrt(2)) / 2
+    elif law == "laplace":
+        v = ctx.exp(x) / 2 if x < 0 else 1 - ctx.exp(-x) / 2
+    else:  # pragma: no cover - guarded by the callers
+        raise InvalidParameterError(f"law: expected 'gaussian' or 'laplace', got {law!r}")
+    return int(ctx.floor(ctx.ldexp(v, p)))
+
+
+@dataclass
+class _Uniform:
+    """U known to lie in [a/2^b, (a + 1)/2^b); precision p of the CDF evaluations."""
+
+    source: BitSource
+    a: int
+    b: int
+    p: int
+
+    def refine(self) -> None:
+        self.a = (self.a << MORE_BITS) | self.source.bits(MORE_BITS)
+        self.b += MORE_BITS
+        if self.b > self.p - 16:
+            self.p += PRECISION_STEP
+
+    def compare(self, g_floor: int) -> int:
+        """−1 if surely U <= G, +1 if surely U > G, 0 if undecided; G·2^p ∈ [g_floor − E, g_floor + 1 + E)."""
+        e = 1 << MARGIN_BITS
+        shift = self.p - self.b
+        lo, hi = self.a << shift, (self.a + 1) << shift
+        if hi <= g_floor - e:
+            return -1
+        if lo >= g_floor + 1 + e:
+            return 1
+        return 0
+
+
+def _initial_guess(u: float, y: Fraction, grid: Fraction, law: Law, scale: Fraction) -> int:
+    """A float estimate of the inverse CDF at u (only a starting point: the search below corrects it)."""
+    if law == "gaussian":
+        z = float(special.ndtri(u))
+    else:
+        z = math.log(2.0 * u) if u < 0.5 else -math.log(2.0 * (1.0 - u))
+    try:
+        k = (float(y) + z * float(scale)) / float(grid) + 0.5
+        if math.isfinite(k):
+            return math.floor(k)
+    except (OverflowError, ZeroDivisionError):  # pragma: no cover - extreme magnitudes
+        pass
+    return math.floor(y / grid + Fraction(1, 2))
+
+
+def sample_rounded(
+    y: Fraction | float,
+    grid: Fraction | float,
+    law: Law,
+    scale: Fraction | float,
+    source: BitSource,
+    *,
+    ctx: mpmath.ctx_mp.MPContext | None = None,
+) -> int:
+    """Draw K = round((y + Z)/g) exactly from its law, Z ~ N(0, scale²) or Lap(scale) (module docstring).
+
+    ``law="none"`` (or ``scale == 0``) is the deterministic rounding ⌊y/g + ½⌋. ``y``, ``grid`` and
+    ``scale`` are used as exact rationals (a float is its exact binary value).
+    """
+    yq, gq, sq = Fraction(y), Fraction(grid), Fraction(scale)
+    if gq <= 0:
+        raise InvalidParameterError(f"grid: must be > 0, got {grid}")
+    if sq < 0:
+        raise InvalidParameterError(f"scale: must be >= 0, got {scale}")
+    if law == "none" or sq == 0:
+        return math.floor(yq / gq + Fraction(1, 2))
+    if law not in ("gaussian", "laplace"):
+        raise InvalidParameterError(f"law: expected 'gaussian', 'laplace' or 'none', got {law!r}")
+    c = ctx if ctx is not None else _context()
+    u = _Uniform(source, source.bits(START_BITS), START_BITS, START_PRECISION)
+    cache: dict[int, tuple[int, int]] = {}
+
+    def g_floor(k: int) -> int:
+        hit = cache.get(k)
+        if hit is not None and hit[0] == u.p:
+            return hit[1]
+        t = ((k + Fraction(1, 2)) * gq - yq) / sq
+        val = cdf_floor(c, law, t, u.p)
+        cache[k] = (u.p, val)
+        return val
+
+    def below(k: int) -> bool:
+        """True iff U <= G(k), deciding with more bits / precision as needed."""
+        while True:
+            r = u.compare(g_floor(k))
+            if r:
+                return r < 0
+            u.refine()
+
+    k0 = _initial_guess((u.a + 0.5) / 2.0**u.b, yq, gq, law, sq)
+    # bracket: U > G(lo) and U <= G(hi), by galloping from the guess
+    step = 1
+    if below(k0):
+        hi = k0
+        while below(hi - step):
+            hi -= step
+            step *= 2
+        lo = hi - step
+    else:
+        lo = k0
+        while not below(lo + step):
+            lo += step
+            step *= 2
+        hi = lo + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if below(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def sample_rounded_many(
+    ys: Sequence[Fraction | float],
+    grid: Fraction | float,
+    laws: Sequence[Law],
+    scales: Sequence[Fraction | float],
+    source: BitSource,
+) -> list[int]:
+    """:func:`sample_rounded` for each coordinate (independent draws, one mpmath context)."""
+    if not (len(ys) == len(laws) == len(scales)):
+        raise InvalidParameterError("ys, laws, scales: must have the same length")
+    ctx = _context()
+    return [sample_rounded(y, grid, law, s, source, ctx=ctx) for y, law, s in zip(ys, laws, scales, strict=True)]
