@@ -12,7 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..models import QueryModel
-from . import baselines, expected_value, gaussian_uncertainty, wasserstein
+from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
 
@@ -118,9 +118,11 @@ def calibrate(
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
     mech = builder(inp, **options)
-    if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
-        mech.guarantee = _audit_classic(mech.guarantee, inp.epsilon, inp.delta)
-    return mech
+    accounted = exact.account(key, mech, inp)
+    if not accounted.details.get("accounted"):
+        if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+            accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
+    return accounted
 
 
 def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guarantee:
@@ -149,8 +151,12 @@ def check_noiseless(
 ) -> gaussian_uncertainty.NoiselessCheck:
     """Theorem 5.4: may F(Data) be released with no noise at all?
 
-    True iff every pair's Mahalanobis distance sqrt((μ_i − μ_j)ᵀ Σ⁻¹ (μ_i − μ_j)) is at most
-    D_max (ε/c classic, D*(ε, δ) exact) under the Gaussian, equal-covariance model.
+    The exact profile of the two Gaussians N(μ_θi, Σ_θi), N(μ_θj, Σ_θj) of every pair (both orders,
+    equal covariances or not; an EmpiricalModel enters through its Gaussian fit) decides:
+    ``ok`` iff the proven δ(ε) <= δ. Under ``calibration="classic"`` the papers' test
+    (Mahalanobis distance <= ε/c) must pass as well; where it passes but the exact profile
+    proves more than δ (ε >= 1, or unequal covariances) the returned guarantee states the
+    proven δ and ``ok`` is False.
     """
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=True)
     return gaussian_uncertainty.noiseless_release(inp)
