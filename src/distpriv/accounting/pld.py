@@ -174,6 +174,19 @@ def _choose_tilt(pmfs: Sequence[NDArray[np.float64]], k_lo: Sequence[int], h: fl
         if var <= 0 or abs(mean - goal) <= 0.05 * math.sqrt(var) + h:
             break
         lam = min(max(lam + (goal - mean) / var, 0.5 * lam), 2.0 * lam + 10.0, 1e3)
+    # heavy right tails (e.g. quadratic losses, whose MGF is finite only for small λ) must not pile the
+    # tilted mass at the end of the grid, where the un-tilting would amplify the FFT error
+    for _ in range(40):
+        if lam <= 0:
+            break
+        edge = 0.0
+        for lp, (_, x) in zip(lps, coarse, strict=True):
+            e = lp + lam * x
+            e = np.exp(e - e.max())
+            edge = max(edge, float(e[-max(1, e.size // 100):].sum() / e.sum()))
+        if edge <= 1e-6:
+            break
+        lam *= 0.7
     return max(lam, 0.0)
 
 

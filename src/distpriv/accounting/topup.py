@@ -132,9 +132,14 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
 
 
 def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-           rtol: float) -> Profile:
-    """The full bracket at the accepted noise (the search only established its upper end)."""
-    return proven_delta(model, pairs, noise, epsilon, rtol=rtol)
+           rtol: float, verified: Profile, target: float) -> Profile:
+    """The full bracket at the accepted noise (the search only established its upper end).
+
+    Falls back to the search's verified profile if the recomputed upper end (another grid) exceeds
+    the target, so the reported profile always proves the claim.
+    """
+    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol)
+    return full if full.delta_upper <= target else verified
 
 
 def _upper(p: Profile) -> float:
@@ -175,7 +180,7 @@ def topup_gaussian(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
 
     if float(np.abs(cov).max(initial=0.0)) > 0 and _null_space_limit(model, ps, cov, epsilon) <= 0.5 * delta:
         k, after, steps = _search(ok_scale, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
-        return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol), steps + 1)
+        return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 1)
     g = gaussian_view(model)
     scale = max(float(np.trace(cov)) / cov.shape[0],
                 0.05 * max(float(np.trace(g.covariance(x))) / g.dim for p in ps for x in p), 1e-300)
@@ -186,7 +191,7 @@ def topup_gaussian(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
 
     t, after, steps = _search(ok_iso, scale, 0.0, value=_upper, goal=delta)
     final = noise.plus_isotropic(t)
-    return TopUp(final, 1.0, t, before, _final(model, ps, final, epsilon, rtol), steps + 1)
+    return TopUp(final, 1.0, t, before, _final(model, ps, final, epsilon, rtol, after, delta), steps + 1)
 
 
 def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float,
@@ -212,7 +217,7 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
         return p.delta_upper <= delta, p
 
     k, after, steps = _search(ok, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
-    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol), steps + 2)
+    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 2)
 
 
 def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float) -> TopUp | None:
