@@ -296,7 +296,8 @@ def test_proven_epsilon_inverts_proven_delta():
     noise = NoiseLaw.gaussian([[30.0]])
     eb = proven_epsilon(ADULT, [(0.45, 0.55)], noise, 1e-4, rtol=1e-3)
     assert proven_delta(ADULT, [(0.45, 0.55)], noise, eb.epsilon_upper).delta_upper <= 1e-4
-    assert proven_delta(ADULT, [(0.45, 0.55)], noise, eb.epsilon_lower * 0.999).delta_upper > 1e-4
+    assert proven_delta(ADULT, [(0.45, 0.55)], noise, eb.epsilon_lower).delta_lower > 1e-4
+    assert eb.epsilon_upper - eb.epsilon_lower <= 2e-3 * eb.epsilon_upper
 
 
 # --------------------------------------------------------------------------- scalar calibration path

@@ -328,7 +328,12 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
 
 def proven_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, delta: float, *,
                    rtol: float = 1e-3, eps_max: float = 1e3) -> EpsilonBound:
-    """Least ε (certified bracket, relative width ~``rtol``) with proven δ(ε) <= ``delta``."""
+    """Least ε (certified bracket, relative width ~``rtol``) with proven δ(ε) <= ``delta``.
+
+    δ(ε) is non-increasing in ε, so bisection applies: ``epsilon_upper`` is a point where the
+    certified upper end of δ is <= ``delta``; ``epsilon_lower`` the largest point where the
+    certified lower end exceeds it (0 if none was found), so the least ε lies between them.
+    """
     ps = _pairs(pairs)
 
     def prof(e: float) -> Profile:
@@ -337,33 +342,28 @@ def proven_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
     p0 = prof(1e-12)
     if p0.delta_upper <= delta:
         return EpsilonBound(0.0, 0.0, delta, p0.method, p0.pair)
-    lo, hi = 0.0, 1.0
+    lo, hi, proven_lo = 0.0, 1.0, 0.0
     while True:
         p = prof(hi)
         if p.delta_upper <= delta:
             break
         if p.delta_lower > delta:
-            lo = hi
+            proven_lo = hi
+        lo = hi
         hi *= 2.0
         if hi > eps_max:
-            return EpsilonBound(math.inf, lo, delta, p.method, p.pair)
+            return EpsilonBound(math.inf, proven_lo, delta, p.method, p.pair)
     best = p
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         p = prof(mid)
         if p.delta_upper <= delta:
             hi, best = mid, p
-        elif p.delta_lower > delta:
+        else:
             lo = mid
-        else:  # undecided at this resolution: accept neither side
-            lo = mid if hi - mid < rtol * hi else lo
-            hi_try = 0.5 * (mid + hi)
-            p2 = prof(hi_try)
-            if p2.delta_upper <= delta:
-                hi, best = hi_try, p2
-            else:
-                lo = mid
-    return EpsilonBound(hi, lo, delta, best.method, best.pair)
+            if p.delta_lower > delta:
+                proven_lo = mid
+    return EpsilonBound(hi, proven_lo, delta, best.method, best.pair)
 
 
 def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, *,

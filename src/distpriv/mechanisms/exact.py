@@ -160,7 +160,11 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
                          f"now pure ε <= {tp.after.details.get('pure_epsilon', eps):.6g}")
         else:
             prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
-            claimed_delta = min(1.0, prof.delta_upper)
+            if prof.delta_upper >= 1.0:
+                raise AssumptionError(
+                    f"model: {mech.name} proves no (ε, δ) with δ < 1 here (the output laws differ where the noise "
+                    f"does not reach: {prof.method}); pass delta= to top the noise up, or use another mechanism")
+            claimed_delta = prof.delta_upper
             msg = (f"{mech.name}: the covariances differ across θ (max relative gap {gap:.3g}) and are not diagonal in "
                    f"the noise basis, so no pure ε is proven; claiming the proven (ε, δ′) = ({eps:g}, "
                    f"{claimed_delta:.3g}) instead of (ε, 0) — pass delta= to top the noise up to a target δ")

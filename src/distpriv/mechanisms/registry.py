@@ -86,9 +86,16 @@ def calibrate(
         Ψ, unordered pairs of θ labels (optional for the DP baselines).
     epsilon, delta:
         Privacy parameters; δ in (0, 1) is required by Gaussian mechanisms and
-        Approximate Wasserstein, and ignored (must be 0/None or in [0, 1)) by pure Laplace ones.
+        Approximate Wasserstein. Laplace mechanisms accept None/0 (a pure claim) or a δ in
+        (0, 1): on a GaussianModel whose covariances differ across θ they then top their scale
+        up only until the proven δ(ε) meets it.
     calibration:
         ``"exact"`` (default; analytic Gaussian) or ``"classic"`` (the papers' c = sqrt(2 ln(1.25/δ))).
+
+    Exact accounting (:mod:`distpriv.mechanisms.exact`): on a GaussianModel (and for EigM/DauM
+    on the Gaussian fit of an EmpiricalModel) the claim is checked against the exact privacy
+    profile of the output laws, equal covariances or not, and the noise is topped up where the
+    papers' noise falls short; the guarantee's notes state the method, bracket and top-up.
     options:
         Mechanism-specific keywords, see :func:`options_of` (e.g. ``direction=`` for
         DirM/DauM, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
