@@ -95,10 +95,12 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
         details.update(topup_factor=tu.factor, topup_isotropic=tu.isotropic, delta_before_topup=tu.before.delta_upper,
                        topup_steps=tu.steps)
         if tu.applied:
+            details["noise_covariance_papers"] = mech.noise_covariance.copy()
             mech.covariance = tu.noise.gaussian_covariance
             if mech.kind == "none":
                 mech.kind = "gaussian"
             notes.append(tu.describe(target))
+            _rescale_details(mech.details, tu.factor, tu.isotropic)
     notes.append(f"accounting: {prof.describe()}")
     notes.append(_gap_note(gap, mech.guarantee.theorem or "the papers' theorem"))
     assumptions = [GAUSSIAN_FIT if fitted else GAUSSIAN, MODEL_IS_TRUTH, EXACT_PROFILE]
@@ -112,6 +114,18 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
             mech.details["exact_epsilon_at_delta"] = None  # the Mahalanobis formula needs equal covariances
     mech.details.update(details)
     return mech
+
+
+def _rescale_details(details: dict[str, Any], factor: float, isotropic: float) -> None:
+    """Keep the papers' noise parameters in ``details`` consistent with a top-up (scaled, or marked stale)."""
+    for key in ("sigma", "sigma2"):
+        if key not in details:
+            continue
+        details[f"{key}_papers"] = details[key]
+        if isotropic > 0:
+            details[key] = None  # no longer a single scale: see noise_covariance
+        else:
+            details[key] = details[key] * (factor if key == "sigma" else factor * factor)
 
 
 def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
