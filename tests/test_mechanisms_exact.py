@@ -186,3 +186,18 @@ def test_apgm_finite_theta_unequal_covariances_vector():
     model = dp.GaussianModel(means={0: [0.0, 0.0], 1: [1.0, 0.5]}, covariances={0: np.diag([1.0, 2.0]), 1: np.diag([1.5, 1.0])})
     assert proven_delta(model, [(0, 1)], NoiseLaw.of(mech), 1.0, rtol=1e-2, target=1e-3).delta_upper <= 1e-3
     assert mech.guarantee.delta == 1e-3
+
+
+def test_guarantees_list_the_assumptions_they_use():
+    """Issue 9: ExpM/DirM guarantees did not list the assumptions their claims rest on."""
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(400, 2))
+    emp = dp.EmpiricalModel({0: base, 1: base + [1.0, 0.5]})
+    for name in ("expm-gauss", "dirm-gauss", "expm-laplace", "dirm-laplace"):
+        kw = {"delta": 1e-3} if name.endswith("gauss") else {}
+        on_samples = dp.calibrate(name, emp, [(0, 1)], epsilon=1.0, **kw).guarantee
+        assert any("translation" in a for a in on_samples.assumptions)
+        on_model = dp.calibrate(name, ADULT, [(0.45, 0.55)], epsilon=1.0, **kw).guarantee
+        text = " ".join(on_model.assumptions)
+        assert "N(μ_θ, Σ_θ)" in text and "model equals the true" in text
+        assert any(n.startswith("accounting: ") for n in on_model.notes)

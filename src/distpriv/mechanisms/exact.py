@@ -60,8 +60,8 @@ def account(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
 def _gap_note(gap: float, theorem: str) -> str:
     if gap <= 1e-12:
         return f"covariances are equal within every pair: {theorem} applies as stated, and the exact profile agrees"
-    return (f"covariances differ across θ (max relative gap {gap:.3g}): {theorem}'s equal-covariance argument does not "
-            "apply; the claim rests on the exact profile of the unequal-covariance output laws")
+    return (f"covariances differ across θ (max relative gap {gap:.3g}): {theorem} (which assumes translation / equal "
+            "covariances) does not apply as stated; the claim rests on the exact profile of the output laws")
 
 
 def _profile_details(prof: Profile) -> dict[str, Any]:
@@ -172,6 +172,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             notes.append(f"top-up: the paper's scale gives pure ε = {pe.epsilon_upper:.6g} > {eps:g} under the model "
                          f"(unequal covariances); Laplace scale multiplied by {tp.factor:.6g} (post-processing), "
                          f"now pure ε <= {tp.after.details.get('pure_epsilon', eps):.6g}")
+            notes.append(f"accounting: {pure_epsilon(g, inp.pairs, tp.noise).describe()}")
         else:
             prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
             if prof.delta_upper >= 1.0:

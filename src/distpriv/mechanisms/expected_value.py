@@ -13,6 +13,12 @@ Under the translation assumption (f_θi(t) = f_θj(t + c) for each pair):
   orthonormal basis of their span with Y_k ~ Lap(b), b = max_Ψ ||Vᵀc||_1/ε —
   the L1 norm of the shift in basis coordinates (which equals Δ_E,2 when d = 1).
 * DirM (G): N(0, σ² V Vᵀ), σ = Δ_E,2/D_max (the L2 norm is basis independent).
+
+A user-given ``direction`` that misses part of the mean differences gets noise on the residual
+span too (never a claim for v alone). On a :class:`~distpriv.GaussianModel` the translation
+assumption is not taken on trust: :func:`distpriv.calibrate` verifies the claim against the exact
+profile of the output laws and tops the noise up (:mod:`distpriv.mechanisms.exact`); on an
+:class:`~distpriv.EmpiricalModel` the claim rests on translation (which the release tests).
 """
 
 from __future__ import annotations

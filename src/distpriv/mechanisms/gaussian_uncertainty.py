@@ -14,6 +14,11 @@ paper's condition D <= ε/c is the classic case D_max = ε/c).
   for Σ' = Σ + s v vᵀ, with Q = dᵀΣ⁻¹d, a = vᵀΣ⁻¹v, b = vᵀΣ⁻¹d,
   dᵀ Σ'⁻¹ d = Q − s b² / (1 + s a), so dᵀ Σ'⁻¹ d <= D² ⟺ s >= (Q − D²)/(b² − a(Q − D²)).
   For d = α v this is s = α²/D² − 1/a, i.e. (αc/ε)² − 1/(vᵀΣ⁻¹v) in the paper's terms.
+
+These builders follow the papers (equal covariances). :func:`distpriv.calibrate` then checks the
+noise against the exact privacy profile of the output laws — covariances equal or not — and tops
+it up where needed (:mod:`distpriv.mechanisms.exact`); :func:`noiseless_release` decides Thm 5.4
+by that exact profile directly.
 """
 
 from __future__ import annotations
