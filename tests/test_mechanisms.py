@@ -263,7 +263,10 @@ def test_guarantee_lists_assumptions(paper_example):
     g = mech.guarantee
     assert g.calibration == "exact" and g.pairs == ((1, 2),)
     text = " ".join(g.assumptions)
-    assert "N(μ_θ, Σ_θ)" in text and "Σ_θi = Σ_θj" in text
+    # the claim rests on the Gaussian model and the exact profile, not on equal covariances (which hold here)
+    assert "N(μ_θ, Σ_θ)" in text and "no equal-covariance assumption" in text
+    assert any("covariances are equal within every pair" in n for n in g.notes)
+    assert any(n.startswith("accounting: ") and "closed form" in n for n in g.notes)
     d = g.to_dict()
     assert d["epsilon"] == 1.0 and d["delta"] == 1e-3 and d["assumptions"]
 
@@ -330,14 +333,24 @@ def test_empirical_to_gaussian():
 
 @pytest.mark.parametrize("name", GAUSSIAN)
 def test_classic_rule_at_large_epsilon_claims_only_what_is_proven(name, paper_example):
-    """ε = 10, δ = 0.01 (inside the papers' range): the classic σ gives δ ≈ 0.041, not 0.01."""
-    mech = dp.calibrate(name, paper_example, [(1, 2)], epsilon=10.0, delta=1e-2, calibration="classic")
+    """ε = 10, δ = 0.01 (inside the papers' range): the classic σ gives δ ≈ 0.041, not 0.01.
+
+    With a (nearly) deterministic query the output is the noise alone, so the classic noise
+    leaves a Mahalanobis distance of ε/c; the claim is weakened to the exact δ there. On the
+    paper's example the model's own covariance already hides the shift and the exact profile
+    confirms the request (the old D_max-based audit claimed 0.041 there too).
+    """
+    tiny = dp.GaussianModel(means={1: [100.0, 101.0], 2: [99.0, 102.0]},
+                            covariances={1: 1e-10 * np.eye(2), 2: 1e-10 * np.eye(2)})
+    mech = dp.calibrate(name, tiny, [(1, 2)], epsilon=10.0, delta=1e-2, calibration="classic")
     dmax = 10.0 / math.sqrt(2 * math.log(1.25 / 1e-2))
-    assert mech.guarantee.delta == pytest.approx(profile_by_integration(dmax, 10.0), rel=1e-6)
+    assert mech.guarantee.delta == pytest.approx(profile_by_integration(dmax, 10.0), rel=1e-5)
     assert mech.guarantee.delta > 0.04
     assert any("fails" in n for n in mech.guarantee.notes)
     # the (weakened) claim holds exactly
-    assert exact_delta_for_pair(paper_example, mech, 1, 2, 10.0) <= mech.guarantee.delta * (1 + 1e-6)
+    assert exact_delta_for_pair(tiny, mech, 1, 2, 10.0) <= mech.guarantee.delta * (1 + 1e-6)
+    big = dp.calibrate(name, paper_example, [(1, 2)], epsilon=10.0, delta=1e-2, calibration="classic")
+    assert exact_delta_for_pair(paper_example, big, 1, 2, 10.0) <= big.guarantee.delta == 1e-2
     ok = dp.calibrate(name, paper_example, [(1, 2)], epsilon=5.0, delta=1e-3, calibration="classic")
     assert ok.guarantee.delta == 1e-3 and any("confirms" in n for n in ok.guarantee.notes)
 

@@ -35,7 +35,7 @@ from .queries import ADULT_QUERY, Predicate, Query, Statistic
 
 __version__ = "0.1.0"
 
-_LAZY = ("attacks", "attribute", "datasets", "divergences", "local", "relaxed")
+_LAZY = ("accounting", "attacks", "attribute", "datasets", "divergences", "local", "relaxed")
 
 
 def __getattr__(name: str):

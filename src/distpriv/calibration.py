@@ -89,14 +89,40 @@ def _warn_classic(epsilon: float) -> None:
 
 
 # --------------------------------------------------------------------------- exact Gaussian
+_ndtr = special.ndtr
+_log_ndtr = special.log_ndtr
+
+
+def _delta_scalar(d: float, e: float) -> float:
+    """Scalar δ_D(ε) (same formula and special functions as the vectorised path, no array overhead)."""
+    if d <= 0.0:
+        return 0.0
+    a = _ndtr(d / 2.0 - e / d)
+    b = math.exp(e + _log_ndtr(-d / 2.0 - e / d))
+    return float(min(max(a - b, 0.0), 1.0))
+
+
+def _is_scalar(x: object) -> bool:
+    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
+
+
 def gaussian_delta(distance: float | np.ndarray, epsilon: float | np.ndarray) -> np.ndarray | float:
     """Privacy profile of a Gaussian shift of Mahalanobis length D (Balle & Wang 2018, Thm 8).
 
         δ_D(ε) = Φ(D/2 − ε/D) − e^ε Φ(−D/2 − ε/D)
 
     Computed in log space (e^ε Φ(x) = exp(ε + log Φ(x))) so it stays accurate
-    for large ε. D = 0 gives δ = 0. Vectorised over ``distance`` and ``epsilon``.
+    for large ε. D = 0 gives δ = 0. Vectorised over ``distance`` and ``epsilon``;
+    two Python/NumPy scalars take a scalar path (no array allocation, same
+    special functions, so both paths agree to rounding).
     """
+    if _is_scalar(distance) and _is_scalar(epsilon):
+        d, e = float(distance), float(epsilon)
+        if not (math.isfinite(d) and d >= 0):
+            raise InvalidParameterError("distance: must be finite and >= 0")
+        if not (math.isfinite(e) and e >= 0):
+            raise InvalidParameterError("epsilon: must be finite and >= 0")
+        return _delta_scalar(d, e)
     d = np.asarray(distance, dtype=float)
     e = np.asarray(epsilon, dtype=float)
     if np.any(d < 0) or np.any(~np.isfinite(d)):
@@ -115,19 +141,40 @@ def gaussian_max_distance(epsilon: float, delta: float) -> float:
     """D*(ε, δ): the largest Mahalanobis shift that is (ε, δ)-indistinguishable.
 
     δ_D(ε) is strictly increasing in D (Balle & Wang Lemma 9), so D* is the
-    unique root of δ_D(ε) = δ, found by bracketing + Brent to ~1e-13 relative.
+    unique root of δ_D(ε) = δ, found by bracketing + scalar Brent (``ndtr`` /
+    ``log_ndtr`` on floats) to ~1e-15 relative.
+    """
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta)
+    return _max_distance_scalar(eps, dl)
+
+
+def _max_distance_scalar(eps: float, dl: float) -> float:
+    def f(d: float) -> float:
+        return _delta_scalar(d, eps) - dl
+
+    lo, hi = 1e-12, 1.0
+    while f(hi) < 0:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e8:  # pragma: no cover - unreachable for δ in (0, 1)
+            raise InvalidParameterError("delta: too close to 1 to calibrate")
+    return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def gaussian_max_distance_vectorised(epsilon: float, delta: float) -> float:
+    """D*(ε, δ) through the array path of :func:`gaussian_delta` (the pre-0.2 implementation).
+
+    Kept as the reference the scalar path is tested and benchmarked against.
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
 
     def f(d: float) -> float:
-        return float(gaussian_delta(d, eps)) - dl
+        return float(gaussian_delta(np.asarray(d), np.asarray(eps))) - dl
 
     lo, hi = 1e-12, 1.0
     while f(hi) < 0:
         hi *= 2.0
-        if hi > 1e8:  # pragma: no cover - unreachable for δ in (0, 1)
-            raise InvalidParameterError("delta: too close to 1 to calibrate")
     return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
@@ -139,11 +186,13 @@ def gaussian_epsilon(distance: float, delta: float) -> float:
     """
     d = check_positive(distance, "distance", allow_zero=True)
     dl = check_delta(delta)
-    if d == 0 or float(gaussian_delta(d, 0.0)) <= dl:
+    if d == 0 or _delta_scalar(d, 0.0) <= dl:
         return 0.0
+    if math.isinf(d):
+        return math.inf
 
     def f(e: float) -> float:
-        return float(gaussian_delta(d, e)) - dl
+        return _delta_scalar(d, e) - dl
 
     hi = max(1.0, d * d)
     while f(hi) > 0:

@@ -53,6 +53,9 @@ from .._validation import (
     check_positive,
     check_real,
 )
+from ..accounting import gaussian_1d_delta
+from ..accounting.release import NoiseLaw, proven_delta
+from ..accounting.topup import SLACK, topup_gaussian
 from ..calibration import check_calibration, classic_c, gaussian_delta, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 from ..guarantees import Guarantee
@@ -90,38 +93,15 @@ def apgm_accuracy(noise_variance: float, beta: float) -> float:
 def gaussian_pair_delta(m1: float, v1: float, m2: float, v2: float, epsilon: float) -> float:
     """Exact δ(ε) = sup_S P1(S) − e^ε P2(S) for P1 = N(m1, v1), P2 = N(m2, v2) (1-D).
 
-    The optimal S is {x : ln p1(x) − ln p2(x) > ε}, a quadratic inequality
-    A x² + B x + C > ε with A = 1/(2v2) − 1/(2v1), B = m1/v1 − m2/v2,
-    C = m2²/(2v2) − m1²/(2v1) + ½ ln(v2/v1); its solution set is a union of at
-    most two intervals whose Gaussian probabilities are closed forms. Equal
-    variances reduce to the analytic Gaussian profile (Balle & Wang 2018).
+    The optimal S is {x : ln p1(x) − ln p2(x) > ε}, a quadratic inequality whose
+    solution set is a union of at most two intervals with closed-form Gaussian
+    probabilities. Delegates to :func:`distpriv.accounting.gaussian_1d_delta`
+    (log space: accurate for large ε and tiny δ). Equal variances reduce to the
+    analytic Gaussian profile (Balle & Wang 2018).
     """
     eps = check_positive(epsilon, "epsilon", allow_zero=True)
-    v1 = check_positive(v1, "v1")
-    v2 = check_positive(v2, "v2")
-    s1, s2 = math.sqrt(v1), math.sqrt(v2)
-    if abs(v1 - v2) <= 1e-14 * max(v1, v2):
-        return float(gaussian_delta(abs(m1 - m2) / s1, eps))
-    a = 0.5 / v2 - 0.5 / v1
-    b = m1 / v1 - m2 / v2
-    c = m2 * m2 / (2 * v2) - m1 * m1 / (2 * v1) + 0.5 * math.log(v2 / v1) - eps
-    disc = b * b - 4 * a * c
-
-    def mass(lo: float, hi: float) -> float:
-        p1 = special.ndtr((hi - m1) / s1) - special.ndtr((lo - m1) / s1)
-        p2 = special.ndtr((hi - m2) / s2) - special.ndtr((lo - m2) / s2)
-        return float(p1 - math.exp(eps) * p2)
-
-    if disc <= 0:
-        return max(0.0, mass(-math.inf, math.inf)) if a > 0 else 0.0
-    r = math.sqrt(disc)
-    q = -0.5 * (b + math.copysign(r, b)) if b != 0 else -0.5 * r
-    roots = sorted([q / a, c / q] if q != 0 else [-r / (2 * a), r / (2 * a)])
-    if a > 0:
-        val = mass(-math.inf, roots[0]) + mass(roots[1], math.inf)
-    else:
-        val = mass(roots[0], roots[1])
-    return min(1.0, max(0.0, val))
+    return gaussian_1d_delta(check_real(m1, "m1"), check_positive(v1, "v1"), check_real(m2, "m2"),
+                             check_positive(v2, "v2"), eps)
 
 
 # --------------------------------------------------------------------------- mechanism type
@@ -257,35 +237,32 @@ def apgm(
     for a, b in pairs:
         va, vb = model.covariance(a), model.covariance(b)
         gap = max(gap, float(np.linalg.norm(va - vb, 2) / max(np.linalg.norm(va, 2), np.linalg.norm(vb, 2), 1e-300)))
-    assumptions = [GAUSSIAN_COND, f"{EQUAL_VAR}; measured max relative difference {gap:.3g}",
-                   SAMPLED if from_samples else MOMENTS_TRUE]
-    if gap > 1e-9 and m == 1:
-        # Unequal conditional variances: Theorem 1's shift argument does not apply; make the exact
-        # δ of every N(μ_a, V_a + σ²) vs N(μ_b, V_b + σ²) pair (both orders) <= δ.
-        pts = [(float(model.mean(a)[0]), float(model.covariance(a)[0, 0]),
-                float(model.mean(b)[0]), float(model.covariance(b)[0, 0])) for a, b in pairs]
-
-        def ok(s2: float) -> bool:
-            return max(_pair_delta_sym(ma, va + s2, mb, vb + s2, eps) for ma, va, mb, vb in pts) <= dl * (1 + 1e-9)
-
-        s0 = float(sig2[0])
-        if not ok(s0):
-            lo, hi = s0, max(s0, 1e-12) * 2.0
-            while not ok(hi):
-                lo, hi = hi, hi * 2.0
-            while hi - lo > 1e-6 * hi:
-                mid = 0.5 * (lo + hi)
-                lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-            notes.append(f"conditional variances differ across secrets (relative gap {gap:.3g}): Theorem 1's "
-                         f"equal-variance assumption fails; σ² raised from {s0:.6g} to {hi:.6g} so that the exact "
-                         "unequal-variance δ of every point pair is <= δ")
-            sig2 = np.array([hi])
-            cov = (basis * sig2) @ basis.T
-        assumptions[1] = (f"unequal conditional variances (measured max relative difference {gap:.3g}) handled by the "
-                          "exact two-Gaussian δ over every θ and point pair")
-    elif gap > 1e-9:
-        notes.append(f"conditional covariances differ across secrets (relative gap {gap:.3g}): Theorem 1's "
-                     "equal-variance argument does not cover this vector F; the guarantee rests on that assumption")
+    assumptions = [GAUSSIAN_COND, SAMPLED if from_samples else MOMENTS_TRUE,
+                   "δ(ε) computed exactly from the output laws N(μ̄(θ, a), V(θ, a) + Σ_Z) of every θ and point pair, "
+                   "both orders (distpriv.accounting; no equal-variance assumption)"]
+    if gap > 1e-9:
+        notes.append(f"conditional (co)variances differ across secrets (relative gap {gap:.3g}): Theorem 1's "
+                     "equal-variance argument does not apply; the claim rests on the exact unequal-covariance profile")
+    claimed = dl
+    noise = NoiseLaw.gaussian(cov)
+    if cal == "classic" and eps >= 1:
+        prof = proven_delta(model, pairs, noise, eps, rtol=1e-3)
+        if prof.delta_upper > dl * (1 + SLACK):
+            claimed = min(1.0, prof.delta_upper)
+            notes.append(f"classic rule fails at ε = {eps:g}: the exact profile gives δ = {prof.delta_upper:.3g} > "
+                         f"requested {dl:g}; Algorithm 1's noise is kept and the claim is weakened to the proven δ")
+        else:
+            notes.append(f"the exact profile confirms δ = {prof.delta_upper:.3g} <= {dl:g} for the classic noise")
+    else:
+        tu = topup_gaussian(model, pairs, noise, eps, dl)
+        prof = tu.after
+        if tu.applied:
+            s0 = float(sig2.max(initial=0.0))
+            cov = tu.noise.gaussian_covariance
+            w_, v_ = np.linalg.eigh(cov)
+            basis, sig2 = v_, np.clip(w_, 0.0, None)
+            notes.append(tu.describe(dl) + f" (largest noise variance {s0:.6g} -> {float(sig2.max()):.6g})")
+    notes.append(f"accounting: {prof.describe()}")
     dm = max_distance(eps, dl, cal, warn=False)
     worst_d = max(max(mahalanobis(model.mean(a) - model.mean(b), model.covariance(x) + cov) for x in (a, b))
                   for a, b in pairs)
@@ -297,9 +274,10 @@ def apgm(
         "max_mahalanobis": worst_d,
         "n_point_pairs": len(pairs),
     }
+    details["accounting"] = prof.to_dict()
     if cal == "classic":
         details["c"] = classic_c(dl)
-    return _make(m, cov, _guarantee(eps, dl, cal, framework.pairs, assumptions, notes), details)
+    return _make(m, cov, _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
 
 
 # --------------------------------------------------------------------------- Θ as a box
@@ -442,16 +420,40 @@ def apgm_box(
     else:
         assumptions.insert(1, EQUAL_VAR)
     details["sigma2"] = sigma2
+    claimed = dl
     if cal == "classic":
         details["c"] = classic_c(dl)
+        if eps >= 1 and gap_total <= 1e-9:
+            claimed = _classic_proven(per_attr, sigma2, eps, dl, notes, details)
     cov = np.array([[sigma2]])
-    return _make(1, cov, _guarantee(eps, dl, cal, framework.pairs, assumptions, notes), details)
+    return _make(1, cov, _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
+
+
+def _classic_proven(per_attr: Mapping[str, Mapping[str, Any]], sigma2: float, eps: float, delta: float,
+                    notes: list[str], details: dict[str, Any]) -> float:
+    """The δ the exact profile proves for Algorithm 1's classic noise (equal variances), stated in ``notes``.
+
+    Every pair's outputs are N(μ_a, V + σ²), N(μ_b, V + σ²) with |μ_a − μ_b| <= Δ and V >= V_min, a
+    Gaussian shift of length <= D = Δ/sqrt(V_min + σ²); δ_D(ε) increases with D (Balle & Wang Lemma 9),
+    so δ_D(ε) is proven. The classic rule claims δ without proof at ε >= 1.
+    """
+    dist = max((float(a["sensitivity"]) / math.sqrt(float(a["min_conditional_variance"]) + sigma2)
+                if float(a["min_conditional_variance"]) + sigma2 > 0 else math.inf) for a in per_attr.values())
+    proven = 1.0 if math.isinf(dist) else float(gaussian_delta(dist, eps))
+    details["exact_delta_at_epsilon"] = proven
+    if proven > delta * (1 + SLACK):
+        notes.append(f"classic rule fails at ε = {eps:g}: the exact Gaussian profile of the released outputs gives "
+                     f"δ = {proven:.3g} > requested {delta:g} (shift Δ/sqrt(V_min + σ²) = {dist:.4g}); "
+                     "the claim is weakened to the proven δ")
+        return min(1.0, proven)
+    notes.append(f"the exact Gaussian profile confirms δ = {proven:.3g} <= {delta:g} for the classic noise")
+    return delta
 
 
 def _pair_delta_sym(ma: float, va: float, mb: float, vb: float, eps: float) -> float:
     if va <= 0 or vb <= 0:
         return 0.0 if (ma == mb and va == vb) else 1.0
-    return max(gaussian_pair_delta(ma, va, mb, vb, eps), gaussian_pair_delta(mb, vb, ma, va, eps))
+    return max(gaussian_1d_delta(ma, va, mb, vb, eps), gaussian_1d_delta(mb, vb, ma, va, eps))
 
 
 def worst_delta_box(models: Mapping[str, ScalarMoments], framework: PufferfishFramework,
@@ -506,7 +508,7 @@ def exact_delta_box(
     """Largest exact δ at ε over the vertices of Θ and all secret point pairs (both orders).
 
     For each θ vertex and (a, b) the outputs are N(μ_a, V_a + σ²) and N(μ_b, V_b + σ²);
-    δ is computed exactly by :func:`gaussian_pair_delta` (also when V_a ≠ V_b, where
+    δ is computed exactly by :func:`distpriv.accounting.gaussian_1d_delta` (also when V_a ≠ V_b, where
     Theorem 1 does not apply). A diagnostic at the vertices, not a supremum proof.
     """
     import itertools
@@ -831,9 +833,12 @@ class GaussianRecordModel:
                        "g_i and F are column means (linear), so F | g_i = a is Gaussian with a-independent variance"]
         k = len(q)
         details: dict[str, Any] = {"attributes": per, "d_max": dm, "sigma2": sigma2, "query": q}
+        claimed = dl
         if cal == "classic":
             details["c"] = classic_c(dl)
-        return _make(k, sigma2 * np.eye(k), _guarantee(eps, dl, cal, framework.pairs, assumptions, notes), details)
+            if eps >= 1:
+                claimed = _classic_proven(per, sigma2, eps, dl, notes, details)
+        return _make(k, sigma2 * np.eye(k), _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
 
 
 __all__ = [

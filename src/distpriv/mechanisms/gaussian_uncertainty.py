@@ -14,10 +14,16 @@ paper's condition D <= ε/c is the classic case D_max = ε/c).
   for Σ' = Σ + s v vᵀ, with Q = dᵀΣ⁻¹d, a = vᵀΣ⁻¹v, b = vᵀΣ⁻¹d,
   dᵀ Σ'⁻¹ d = Q − s b² / (1 + s a), so dᵀ Σ'⁻¹ d <= D² ⟺ s >= (Q − D²)/(b² − a(Q − D²)).
   For d = α v this is s = α²/D² − 1/a, i.e. (αc/ε)² − 1/(vᵀΣ⁻¹v) in the paper's terms.
+
+These builders follow the papers (equal covariances). :func:`distpriv.calibrate` then checks the
+noise against the exact privacy profile of the output laws — covariances equal or not — and tops
+it up where needed (:mod:`distpriv.mechanisms.exact`); :func:`noiseless_release` decides Thm 5.4
+by that exact profile directly.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import check_array
+from ..accounting.profile import Profile
 from ..calibration import gaussian_epsilon
 from ..errors import InvalidTypeError
 from ..guarantees import Guarantee
@@ -100,22 +107,65 @@ def _effective(inp: Inputs, g: GaussianModel, cov: NDArray[np.float64]) -> dict[
 
 @dataclass(frozen=True)
 class NoiselessCheck:
-    """Outcome of Theorem 5.4's test: may F be released without noise?"""
+    """Outcome of Theorem 5.4's test: may F be released without noise?
+
+    ``ok``: the release without noise meets the requested (ε, δ) (proven by the exact profile);
+    ``guarantee``: the claim for releasing F unchanged when the calibration rule's test passes
+    (its δ is the proven one, larger than requested when ``ok`` is False), else ``None``;
+    ``profile``: the exact δ(ε) bracket of the worst ordered pair.
+    """
 
     ok: bool
     max_mahalanobis: float
     d_max: float
     guarantee: Guarantee | None
+    profile: Profile | None = None
+
+    @property
+    def proven_delta(self) -> float:
+        """The δ the exact profile proves for the noiseless release at ε."""
+        return math.nan if self.profile is None else self.profile.delta_upper
 
 
 def noiseless_release(inp: Inputs) -> NoiselessCheck:
-    """Theorem 5.4: F(Data) itself is (ε, δ)-DistP iff every pair has Mahalanobis distance <= D_max."""
+    """Theorem 5.4 through the exact profile of the model's own laws (any covariances).
+
+    exact: ``ok`` iff the proven δ(ε) <= δ. classic: the papers' test (max Mahalanobis
+    distance <= ε/c) must pass too; where it passes but the exact profile proves more than δ
+    (ε >= 1, where the rule proves nothing, or unequal covariances) the guarantee states the
+    proven δ and ``ok`` is False.
+    """
+    from ..accounting.topup import SLACK
+    from .exact import EXACT_PROFILE, GAUSSIAN_FIT, noiseless_profile
+
     g = as_gaussian(inp.model)
     dist = max_pair_distance(g, inp.pairs, np.zeros((g.dim, g.dim)))
     dm = d_max(inp)
-    ok = dist <= dm * (1 + 1e-12)
-    guar = _gaussian_guarantee(inp, "none", "Chen & Ohrimenko Thm 5.4", g) if ok else None
-    return NoiselessCheck(ok=ok, max_mahalanobis=dist, d_max=dm, guarantee=guar)
+    prof = noiseless_profile(inp)
+    proven = prof.delta_upper
+    meets = proven <= inp.delta * (1 + SLACK)
+    rule = dist <= dm * (1 + 1e-12) if inp.calibration == "classic" else meets
+    guar = None
+    if rule:
+        gap = covariance_gap(g, inp.pairs)
+        notes = [f"accounting: {prof.describe()}"]
+        if not meets:
+            notes.append(f"the papers' test passes (max Mahalanobis {dist:.4g} <= ε/c = {dm:.4g}) but the exact profile "
+                         f"proves only δ = {proven:.3g} > requested {inp.delta:g}"
+                         + (" (the classic rule is unproven for ε >= 1)" if inp.epsilon >= 1 else "")
+                         + (f"; covariances differ (relative gap {gap:.3g})" if gap > 1e-12 else ""))
+        fitted = not isinstance(inp.model, GaussianModel)
+        guar = Guarantee(
+            epsilon=inp.epsilon,
+            delta=inp.delta if meets else min(1.0, proven),
+            mechanism="none",
+            calibration=inp.calibration,
+            pairs=inp.pairs,
+            assumptions=(GAUSSIAN_FIT if fitted else GAUSSIAN, MODEL_IS_TRUTH, EXACT_PROFILE),
+            theorem="Chen & Ohrimenko Thm 5.4 (exact profile)",
+            notes=tuple(notes),
+        )
+    return NoiselessCheck(ok=bool(rule and meets), max_mahalanobis=dist, d_max=dm, guarantee=guar, profile=prof)
 
 
 def eigm(inp: Inputs, *, eigenvectors: Any = None, eig_tol: float = 1e-8) -> Mechanism:

@@ -12,7 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..models import QueryModel
-from . import baselines, expected_value, gaussian_uncertainty, wasserstein
+from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
 
@@ -86,9 +86,16 @@ def calibrate(
         Ψ, unordered pairs of θ labels (optional for the DP baselines).
     epsilon, delta:
         Privacy parameters; δ in (0, 1) is required by Gaussian mechanisms and
-        Approximate Wasserstein, and ignored (must be 0/None or in [0, 1)) by pure Laplace ones.
+        Approximate Wasserstein. Laplace mechanisms accept None/0 (a pure claim) or a δ in
+        (0, 1): on a GaussianModel whose covariances differ across θ they then top their scale
+        up only until the proven δ(ε) meets it.
     calibration:
         ``"exact"`` (default; analytic Gaussian) or ``"classic"`` (the papers' c = sqrt(2 ln(1.25/δ))).
+
+    Exact accounting (:mod:`distpriv.mechanisms.exact`): on a GaussianModel (and for EigM/DauM
+    on the Gaussian fit of an EmpiricalModel) the claim is checked against the exact privacy
+    profile of the output laws, equal covariances or not, and the noise is topped up where the
+    papers' noise falls short; the guarantee's notes state the method, bracket and top-up.
     options:
         Mechanism-specific keywords, see :func:`options_of` (e.g. ``direction=`` for
         DirM/DauM, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
@@ -118,9 +125,11 @@ def calibrate(
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
     mech = builder(inp, **options)
-    if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
-        mech.guarantee = _audit_classic(mech.guarantee, inp.epsilon, inp.delta)
-    return mech
+    accounted = exact.account(key, mech, inp)
+    if not accounted.details.get("accounted"):
+        if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+            accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
+    return accounted
 
 
 def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guarantee:
@@ -149,8 +158,12 @@ def check_noiseless(
 ) -> gaussian_uncertainty.NoiselessCheck:
     """Theorem 5.4: may F(Data) be released with no noise at all?
 
-    True iff every pair's Mahalanobis distance sqrt((μ_i − μ_j)ᵀ Σ⁻¹ (μ_i − μ_j)) is at most
-    D_max (ε/c classic, D*(ε, δ) exact) under the Gaussian, equal-covariance model.
+    The exact profile of the two Gaussians N(μ_θi, Σ_θi), N(μ_θj, Σ_θj) of every pair (both orders,
+    equal covariances or not; an EmpiricalModel enters through its Gaussian fit) decides:
+    ``ok`` iff the proven δ(ε) <= δ. Under ``calibration="classic"`` the papers' test
+    (Mahalanobis distance <= ε/c) must pass as well; where it passes but the exact profile
+    proves more than δ (ε >= 1, or unequal covariances) the returned guarantee states the
+    proven δ and ``ok`` is False.
     """
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=True)
     return gaussian_uncertainty.noiseless_release(inp)

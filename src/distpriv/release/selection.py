@@ -56,7 +56,6 @@ from scipy import optimize, stats
 
 from .. import distances, relaxed
 from .._validation import RngLike, as_rng, check_array
-from ..calibration import gaussian_delta
 from ..errors import (
     AssumptionError,
     ClassicCalibrationWarning,
@@ -388,22 +387,14 @@ def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, cali
 
 
 def check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
-    """Theorem 5.4's test, never passing where the classic rule proves nothing.
+    """Theorem 5.4's test through the exact profile (:func:`distpriv.mechanisms.check_noiseless`).
 
-    The classic c = sqrt(2 ln(1.25/δ)) is only proved for ε < 1; for ε >= 1 the ε/c test is
-    accepted only when the exact Gaussian profile δ_D(ε) of the largest Mahalanobis distance D
-    confirms δ (as :func:`distpriv.calibrate` does for the Gaussian mechanisms).
+    ``ok`` already requires the proven δ(ε) of releasing F unchanged to meet δ (under either
+    calibration), so the classic rule at ε >= 1 never passes on the strength of ε/c alone.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClassicCalibrationWarning)
-        chk = _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
-    if calibration == "classic" and epsilon >= 1.0 and chk.ok and chk.guarantee is not None:
-        proven = float(gaussian_delta(chk.max_mahalanobis, epsilon))
-        if proven > delta:
-            return replace(chk, ok=False, guarantee=None)
-        note = f"classic rule is unproven for ε >= 1; the exact Gaussian profile confirms δ = {proven:.3g} <= {delta:g}"
-        return replace(chk, guarantee=chk.guarantee.with_notes(note))
-    return chk
+        return _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
 
 
 def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
@@ -488,10 +479,9 @@ def evaluate_candidate(
             if name == "none":
                 chk = check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
                 if not chk.ok or chk.guarantee is None:
-                    why = (f"max Mahalanobis distance {chk.max_mahalanobis:.3g} > D_max = {chk.d_max:.3g}"
-                           if chk.max_mahalanobis > chk.d_max else
-                           f"the classic rule is unproven at ε = {epsilon:g} and the exact Gaussian profile gives "
-                           f"δ = {float(gaussian_delta(chk.max_mahalanobis, epsilon)):.3g} > {delta:g}")
+                    why = (f"the exact profile of the noiseless release gives δ = {chk.proven_delta:.3g} > {delta:g}"
+                           if chk.proven_delta > delta else
+                           f"max Mahalanobis distance {chk.max_mahalanobis:.3g} > D_max = {chk.d_max:.3g}")
                     return Candidate(name, label, False, f"Thm 5.4 fails: {why}", dim)
                 g = _finalise(chk.guarantee, epsilon, delta, passed, None)
                 return Candidate(name, label, True, "assumptions not rejected; release without noise is private (Thm 5.4)",
@@ -610,7 +600,8 @@ def _noiseless_5_7(
     if not ok(1e-9 * eps):
         chk = check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
         raise InvalidParameterError(
-            f"Thm 5.4 fails for N(μ̂_θ, Σ̄): max Mahalanobis distance {chk.max_mahalanobis:.3g} > D_max = {chk.d_max:.3g}"
+            f"Thm 5.4 fails for N(μ̂_θ, Σ̄): the exact profile gives δ = {chk.proven_delta:.3g} > {delta:g} "
+            f"(max Mahalanobis distance {chk.max_mahalanobis:.3g}, D_max = {chk.d_max:.3g})"
         )
     if ok(hi):
         lo = hi

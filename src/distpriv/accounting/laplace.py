@@ -1,0 +1,491 @@
+"""Privacy profiles of Gaussian query values plus Laplace noise.
+
+One dimension: the output law N(μ, s²) ⊛ Lap(b) has the closed-form density
+
+    p(y) = (1/2b) e^{s²/2b²} [e^{−z/b} Φ(z/s − s/b) + e^{z/b} Φ(−z/s − s/b)],   z = y − μ,
+
+evaluated in log space (the erfcx form: ln(e^{−z/b + s²/2b²} Φ(z/s − s/b)) =
+−z²/2s² + ln(erfcx(·)/2) where Φ is small). Two facts make every bound below
+certified rather than estimated:
+
+* ln p is concave (a convolution of log-concave densities) and 1/b-Lipschitz
+  ((ln p)' is a posterior mean of the Laplace score, in [−1/b, 1/b]);
+* (ln p)'' >= −1/s² (the Gaussian factor's curvature is the largest possible).
+
+So on a cell of width w, ln p lies between its chord and the chord plus
+κ(w) = min(w/b, w²/8s²); the loss ℓ = ln p_P − ln p_Q lies within the chord of
+its end values widened by κ_P (above) and κ_Q (below). This gives per-cell
+brackets on the P-mass and on ℓ, hence a certified δ(ε) bracket (sum over
+cells) and a certified pure ε = sup |ℓ| (the tails beyond the grid are bounded
+through ℓ → (s_P² − s_Q²)/2b² ± (μ_P − μ_Q)/b with explicit remainders).
+
+Products (noise on an orthonormal basis in which both Gaussian covariances are
+diagonal) compose the 1-D losses: pure ε adds up, δ(ε) goes through the
+discretised PLD of :mod:`.pld`.
+
+General covariances: the coupling bound. For any coupling of F_a ~ P_a and
+F_b ~ P_b with D = F_a − F_b, Laplace noise of scales b_k on the columns of an
+orthonormal basis B gives
+
+    δ(ε) <= P(D ∉ span B) + P(Σ_k |(BᵀD)_k| / b_k > ε)
+
+(conditionally on the coupling, a shift with Σ|(BᵀD)_k|/b_k <= ε costs at most
+e^ε pointwise). The coupling used is Gaussian (the optimal-transport coupling,
+conditioned on the un-noised coordinates when span B is not everything), so D
+is Gaussian and the tail is bounded by an optimised union bound over
+coordinates (exact in 1-D) and by Gaussian concentration of the ℓ1 norm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import optimize, special
+
+from . import pld
+
+_LOG2 = math.log(2.0)
+_SQRT2 = math.sqrt(2.0)
+
+
+# --------------------------------------------------------------------------- density
+def _log_ndtr_scaled(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """ln Φ(x) + x²/2 for x < 0 (via erfcx; exact identity), ln Φ(x) + x²/2 elsewhere."""
+    x = np.asarray(x, dtype=float)
+    neg = x < 0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        a = np.log(special.erfcx(-x / _SQRT2) / 2.0)
+        b = special.log_ndtr(x) + 0.5 * x * x
+    return np.where(neg, a, b)
+
+
+def gl_logpdf(y: ArrayLike, mu: float, s: float, b: float) -> NDArray[np.float64]:
+    """ln of the density of N(μ, s²) ⊛ Lap(b) at y (s = 0: the Laplace density)."""
+    z = np.asarray(y, dtype=float) - mu
+    if s <= 0:
+        return -math.log(2.0 * b) - np.abs(z) / b
+    x1 = z / s - s / b  # term e^{−z/b} Φ(x1) e^{s²/2b²}
+    x2 = -z / s - s / b  # term e^{z/b} Φ(x2) e^{s²/2b²}
+    base = -0.5 * (z / s) ** 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        t1 = np.where(x1 < 0, base + _log_ndtr_scaled(x1), -z / b + s * s / (2 * b * b) + special.log_ndtr(x1))
+        t2 = np.where(x2 < 0, base + _log_ndtr_scaled(x2), z / b + s * s / (2 * b * b) + special.log_ndtr(x2))
+    return -math.log(2.0 * b) + np.logaddexp(t1, t2)
+
+
+def gl_dlogpdf(y: ArrayLike, mu: float, s: float, b: float) -> NDArray[np.float64]:
+    """(ln p)'(y) = (1/b)(T2 − T1)/(T2 + T1) with T1, T2 the two terms of the density (in [−1/b, 1/b])."""
+    z = np.asarray(y, dtype=float) - mu
+    if s <= 0:
+        return -np.sign(z) / b
+    x1 = z / s - s / b
+    x2 = -z / s - s / b
+    base = -0.5 * (z / s) ** 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        t1 = np.where(x1 < 0, base + _log_ndtr_scaled(x1), -z / b + s * s / (2 * b * b) + special.log_ndtr(x1))
+        t2 = np.where(x2 < 0, base + _log_ndtr_scaled(x2), z / b + s * s / (2 * b * b) + special.log_ndtr(x2))
+    return np.tanh((t2 - t1) / 2.0) / b
+
+
+def _tail_mass(t: float, s: float, b: float) -> float:
+    """P(|G + L| > t) <= P(|G| > t/2) + P(|L| > t/2) for G ~ N(0, s²), L ~ Lap(b)."""
+    g = 2.0 * float(special.ndtr(-t / (2.0 * s))) if s > 0 else 0.0
+    return min(1.0, g + math.exp(-t / (2.0 * b)))
+
+
+def _tail_log_range(x: float, s: float, b: float) -> tuple[float, float]:
+    """Bounds on ln B(y) beyond the grid, B = Φ(x) + e^{2z/b}Φ(−x − 2s/b) with x = z/s − s/b > 0.
+
+    B ∈ [Φ(x), 1 + φ(x)/(x + 2s/b)] (Mills ratio), both monotone towards 1 as |y| grows.
+    """
+    if s <= 0:
+        return 0.0, 0.0
+    lo = float(special.log_ndtr(x))
+    hi = math.log1p(math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) / (x + 2.0 * s / b))
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- 1-D pair
+@dataclass
+class GaussLaplaceCoord:
+    """P = N(μ_p, s_p²) ⊛ Lap(b), Q = N(μ_q, s_q²) ⊛ Lap(b) on one coordinate.
+
+    ``kappa`` sets the certified resolution (per-cell widening of ln p); cells are
+    built lazily and cached.
+    """
+
+    mu_p: float
+    s_p: float
+    mu_q: float
+    s_q: float
+    b: float
+    kappa: float = 1e-3
+    _cells: dict[str, Any] | None = field(default=None, repr=False)
+
+    def reverse(self) -> GaussLaplaceCoord:
+        return GaussLaplaceCoord(self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa)
+
+    def refined(self, kappa: float) -> GaussLaplaceCoord:
+        return GaussLaplaceCoord(self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, kappa)
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        """ℓ(y) as y → −∞ and y → +∞."""
+        base = (self.s_p**2 - self.s_q**2) / (2.0 * self.b**2)
+        shift = (self.mu_p - self.mu_q) / self.b
+        return base - shift, base + shift
+
+    # -------------------------------------------------------------- cells
+    def cells(self) -> dict[str, Any]:
+        if self._cells is not None:
+            return self._cells
+        b, sp, sq = self.b, self.s_p, self.s_q
+        smax = max(sp, sq)
+        smin = min(sp, sq)
+        w = self.kappa * b
+        if smin > 0:
+            w = max(w, math.sqrt(8.0 * self.kappa) * smin)
+        # window: P-tail <= 1e-20 beyond it, and the pure-ε remainders are ~1e-15 (x >= 8)
+        reach = max(19.0 * smax, 92.0 * b)
+        ext = [self.mu_p, self.mu_q]
+        lo = min(ext) - reach
+        hi = max(ext) + reach
+        for mu, s in ((self.mu_p, sp), (self.mu_q, sq)):
+            if s > 0:
+                lo = min(lo, mu - s * (8.0 + s / b))
+                hi = max(hi, mu + s * (8.0 + s / b))
+        n = int(math.ceil((hi - lo) / w))
+        if n > 1_000_000:
+            n = 1_000_000
+            w = (hi - lo) / n
+        y0 = lo + w * np.arange(n + 1, dtype=float)
+        ell0 = gl_logpdf(y0, self.mu_p, sp, b) - gl_logpdf(y0, self.mu_q, sq, b)
+        # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
+        # below are computed from its own end values, so they hold for any grid)
+        cnt = np.clip(np.ceil(np.abs(np.diff(ell0)) / self.kappa), 1, 4096).astype(np.int64)
+        budget = 4_000_000
+        if int(cnt.sum()) > budget:
+            cnt = np.maximum(1, (cnt * (budget / cnt.sum())).astype(np.int64))
+        starts = np.repeat(y0[:-1], cnt)
+        frac = (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)) / np.repeat(cnt, cnt)
+        y = np.concatenate([starts + w * frac, y0[-1:]])
+        fp = gl_logpdf(y, self.mu_p, sp, b)
+        fq = gl_logpdf(y, self.mu_q, sq, b)
+        ell = fp - fq
+        wv = np.diff(y)
+        kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
+        kq = wv / b if sq <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sq * sq))
+        dfp = np.abs(np.diff(fp))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lm = np.where(dfp > 1e-12, np.log(-np.expm1(-dfp) / dfp), np.log1p(-dfp / 2.0))
+        log_mass_lo = np.log(wv) + np.maximum(fp[:-1], fp[1:]) + lm
+        mass_lo = np.exp(log_mass_lo) * (1.0 - 1e-12)
+        mass_hi = np.exp(log_mass_lo + kp) * (1.0 + 1e-12)
+        lmax = np.maximum(ell[:-1], ell[1:]) + kp + 1e-12 * (1.0 + np.abs(ell[1:]))
+        lmin = np.minimum(ell[:-1], ell[1:]) - kq - 1e-12 * (1.0 + np.abs(ell[1:]))
+        tail = _tail_mass(self.mu_p - lo, sp, b) + _tail_mass(hi - self.mu_p, sp, b)
+        # ℓ beyond the grid: limit ± remainders
+        lft, rgt = self.limits
+        sup_t, inf_t = -math.inf, math.inf
+        for side, lim, edge in (("left", lft, lo), ("right", rgt, hi)):
+            rp = _tail_log_range(((self.mu_p - edge) if side == "left" else (edge - self.mu_p)) / sp - sp / b, sp, b) if sp > 0 else (0.0, 0.0)
+            rq = _tail_log_range(((self.mu_q - edge) if side == "left" else (edge - self.mu_q)) / sq - sq / b, sq, b) if sq > 0 else (0.0, 0.0)
+            sup_t = max(sup_t, lim + rp[1] - rq[0])
+            inf_t = min(inf_t, lim + rp[0] - rq[1])
+        self._cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
+                       "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t}
+        return self._cells
+
+    # -------------------------------------------------------------- pure ε
+    def sup_bracket(self) -> tuple[float, float, float, float]:
+        """(sup ℓ lower, sup ℓ upper, inf ℓ lower, inf ℓ upper): certified bounds on sup ℓ and inf ℓ."""
+        c = self.cells()
+        lft, rgt = self.limits
+        sup_lo = max(float(c["ell"].max()), lft, rgt)
+        sup_up = max(float(c["lmax"].max()), c["sup_tail"])
+        inf_up = min(float(c["ell"].min()), lft, rgt)
+        inf_lo = min(float(c["lmin"].min()), c["inf_tail"])
+        return sup_lo, max(sup_up, sup_lo), min(inf_lo, inf_up), inf_up
+
+    # -------------------------------------------------------------- δ(ε) for this coordinate alone
+    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
+        c = self.cells()
+        wu = pld._weights(c["lmax"], epsilon)
+        wl = pld._weights(c["lmin"], epsilon)
+        up = float(c["mass_hi"] @ wu) + c["tail"]
+        lo = float(c["mass_lo"] @ wl)
+        return max(0.0, lo), min(1.0, up)
+
+    # -------------------------------------------------------------- PLD interface
+    def spread(self) -> float:
+        c = self.cells()
+        mid = 0.5 * (c["lmin"] + c["lmax"])
+        m = c["mass_lo"]
+        tot = float(m.sum())
+        mean = float(m @ mid) / tot
+        return max(math.sqrt(max(float(m @ (mid - mean) ** 2) / tot, 0.0)), 1e-12)
+
+    def loss_range(self, tail: float = pld.TAIL) -> tuple[float, float]:
+        c = self.cells()
+        return float(c["lmin"].min()), float(c["lmax"].max())
+
+    def discretise(self, h: float, k_lo: int, k_hi: int) -> pld.Discretised:
+        c = self.cells()
+        size = k_hi - k_lo + 1
+        ku = np.ceil(c["lmax"] / h).astype(np.int64) - k_lo
+        inf = float(c["mass_hi"][ku >= size].sum()) + c["tail"]
+        keep = ku < size
+        upper = np.bincount(np.clip(ku[keep], 0, size - 1), weights=c["mass_hi"][keep], minlength=size)
+        kl = np.floor(c["lmin"] / h).astype(np.int64) - k_lo
+        keep = kl >= 0
+        lower = np.bincount(np.minimum(kl[keep], size - 1), weights=c["mass_lo"][keep], minlength=size)
+        return pld.Discretised(upper=upper, inf_mass=inf, lower=lower, rel_err=1e-12)
+
+
+def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
+                     rtol: float = 1e-3, target: float | None = None) -> tuple[float, float, GaussLaplaceCoord]:
+    """Certified δ(ε) bracket of N(μ_p, s_p²) ⊛ Lap(b) against N(μ_q, s_q²) ⊛ Lap(b), refined to ``rtol``."""
+    coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b)
+    for _ in range(4):
+        lo, up = coord.delta_bracket(epsilon)
+        if up - lo <= rtol * up + 1e-15 or (target is not None and (up <= target or lo > target)):
+            break
+        coord = coord.refined(coord.kappa / 8.0)
+    return lo, up, coord
+
+
+def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4) -> tuple[float, float]:
+    """Certified bracket on the pure ε = sup_y |Σ_i ℓ_i(y_i)| of a product of 1-D pairs.
+
+    sup of a separable sum is the sum of sups (and likewise for inf), so
+    ε = max(Σ sup ℓ_i, −Σ inf ℓ_i).
+    """
+    for _ in range(4):
+        brs = [c.sup_bracket() for c in coords]
+        sup_lo = sum(x[0] for x in brs)
+        sup_up = sum(x[1] for x in brs)
+        inf_lo = sum(x[2] for x in brs)
+        inf_up = sum(x[3] for x in brs)
+        lower = max(sup_lo, -inf_up, 0.0)
+        upper = max(sup_up, -inf_lo, 0.0)
+        if upper - lower <= rtol * max(upper, 1e-12):
+            break
+        coords = [c.refined(c.kappa / 8.0) for c in coords]
+    return lower, upper
+
+
+# --------------------------------------------------------------------------- coupling bound
+def _psd_sqrt(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    w, v = np.linalg.eigh(0.5 * (a + a.T))
+    return (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+
+
+def complete_basis(basis: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Orthonormal columns spanning the orthogonal complement of span(basis)."""
+    m, d = basis.shape
+    if d == 0:
+        return np.eye(m)
+    q, _ = np.linalg.qr(np.hstack([basis, np.eye(m)]))
+    return q[:, d:m]
+
+
+@dataclass(frozen=True)
+class CouplingShift:
+    """D = F_a − F_b in the noise basis under the Gaussian coupling: N(mean, cov), and whether it stays in span B."""
+
+    mean: NDArray[np.float64]
+    cov: NDArray[np.float64]
+    inside: bool
+    reason: str = ""
+
+
+def coupling_shift(mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, cov_b: ArrayLike,
+                   basis: ArrayLike, *, tol: float = 1e-10) -> CouplingShift:
+    """Law of BᵀD for the optimal-transport coupling, conditioned on the un-noised coordinates.
+
+    With B⊥ completing B, the coupling keeps B⊥ᵀF_a = B⊥ᵀF_b + B⊥ᵀ(μ_a − μ_b) (possible only when the
+    two laws agree on span B⊥: equal means and covariances there, else D leaves span B a.s.), and
+    couples the conditional laws of BᵀF given B⊥ᵀF = c by the OT map: F_B | c ~ N(μ_B + K(c − μ_⊥), S)
+    with K = Σ_{B⊥} C⁺, S the Schur complement. Then BᵀD ~ N(Bᵀ(μ_a − μ_b), (K_a − K_b) C (K_a − K_b)ᵀ
+    + (S_a^{1/2} − S_b^{1/2} R)(S_a^{1/2} − S_b^{1/2} R)ᵀ), R = V Uᵀ from the SVD S_a^{1/2} S_b^{1/2} = U Σ Vᵀ
+    (the orthogonal R maximising E⟨S_a^{1/2}u, S_b^{1/2}Ru⟩, i.e. the OT coupling of the two Gaussians).
+    """
+    b = np.atleast_2d(np.asarray(basis, dtype=float))
+    ma, mb = np.asarray(mu_a, float), np.asarray(mu_b, float)
+    sa, sb = np.atleast_2d(np.asarray(cov_a, float)), np.atleast_2d(np.asarray(cov_b, float))
+    comp = complete_basis(b)
+    diff = ma - mb
+    scale = max(float(np.linalg.norm(sa, 2)), float(np.linalg.norm(sb, 2)), 1e-300)
+    if comp.shape[1]:
+        ca = comp.T @ sa @ comp
+        cb = comp.T @ sb @ comp
+        dmu = comp.T @ diff
+        dscale = math.sqrt(scale) + float(np.linalg.norm(ma)) + float(np.linalg.norm(mb))
+        if float(np.linalg.norm(dmu)) > tol * dscale:
+            return CouplingShift(b.T @ diff, np.zeros((b.shape[1],) * 2), False,
+                                 "the mean difference has a component outside the noise span")
+        if float(np.linalg.norm(ca - cb, 2)) > tol * scale:
+            return CouplingShift(b.T @ diff, np.zeros((b.shape[1],) * 2), False,
+                                 "the covariances differ on the un-noised directions")
+        c = 0.5 * (ca + cb)
+        w, v = np.linalg.eigh(c)
+        keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+        cinv = (v[:, keep] / w[keep]) @ v[:, keep].T
+        xa = b.T @ sa @ comp
+        xb = b.T @ sb @ comp
+        ka, kb = xa @ cinv, xb @ cinv
+        schur_a = b.T @ sa @ b - ka @ c @ ka.T
+        schur_b = b.T @ sb @ b - kb @ c @ kb.T
+        cross = (ka - kb) @ c @ (ka - kb).T
+    else:
+        schur_a = b.T @ sa @ b
+        schur_b = b.T @ sb @ b
+        cross = np.zeros((b.shape[1],) * 2)
+    ra, rb = _psd_sqrt(schur_a), _psd_sqrt(schur_b)
+    u, _, vt = np.linalg.svd(ra @ rb)
+    rot = vt.T @ u.T
+    t = ra - rb @ rot
+    cov = cross + t @ t.T
+    return CouplingShift(b.T @ diff, 0.5 * (cov + cov.T), True)
+
+
+def conditional_shift(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike,
+                      basis: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Law N(mean, cov) of BᵀD when the un-noised coordinates c = B⊥ᵀF are drawn from P and shared.
+
+    Given c, F_B | c ~ N(μ_B + K(c − μ_⊥), S) under each law (K = Σ_{B,⊥} C⁺, S the Schur
+    complement); the conditional laws are coupled by the OT map (orthogonal R from the SVD of
+    S_P^{1/2} S_Q^{1/2}). With e = c − μ_⊥P ~ N(0, C_P):
+
+        D = (μ_BP − μ_BQ) − K_Q (μ_⊥P − μ_⊥Q) + (K_P − K_Q) e + (S_P^{1/2} − S_Q^{1/2} R) u,
+
+    Gaussian with mean Δμ_B − K_Q Δμ_⊥ and covariance (K_P − K_Q) C_P (K_P − K_Q)ᵀ + T Tᵀ.
+    Equals :func:`coupling_shift` when the laws agree on the un-noised coordinates.
+    """
+    b = np.atleast_2d(np.asarray(basis, dtype=float))
+    comp = complete_basis(b)
+    mp, mq = np.asarray(mu_p, float), np.asarray(mu_q, float)
+    sp, sq = np.atleast_2d(np.asarray(cov_p, float)), np.atleast_2d(np.asarray(cov_q, float))
+    d = b.shape[1]
+    if comp.shape[1] == 0:
+        sh = coupling_shift(mp, sp, mq, sq, b)
+        return sh.mean, sh.cov
+
+    def parts(mu: NDArray[np.float64], cov: NDArray[np.float64]) -> tuple[Any, ...]:
+        c = comp.T @ cov @ comp
+        w, v = np.linalg.eigh(0.5 * (c + c.T))
+        keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+        cinv = (v[:, keep] / w[keep]) @ v[:, keep].T
+        k = (b.T @ cov @ comp) @ cinv
+        schur = b.T @ cov @ b - k @ c @ k.T
+        return b.T @ mu, comp.T @ mu, k, schur, c
+
+    bp, cp_mu, kp, schur_p, cp = parts(mp, sp)
+    bq, cq_mu, kq, schur_q, _ = parts(mq, sq)
+    ra, rb = _psd_sqrt(schur_p), _psd_sqrt(schur_q)
+    u, _, vt = np.linalg.svd(ra @ rb)
+    t = ra - rb @ (vt.T @ u.T)
+    mean = (bp - bq) - kq @ (cp_mu - cq_mu)
+    cov = (kp - kq) @ cp @ (kp - kq).T + t @ t.T
+    return mean.reshape(d), 0.5 * (cov + cov.T)
+
+
+def _folded_mean(mu: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
+    """E|X| for X ~ N(μ, σ²)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(sd > 0, mu / np.where(sd > 0, sd, 1.0), 0.0)
+        val = sd * math.sqrt(2 / math.pi) * np.exp(-0.5 * r * r) + mu * (1 - 2 * special.ndtr(-r))
+    return np.where(sd > 0, val, np.abs(mu))
+
+
+def _laplace_shift_delta(mu: NDArray[np.float64], epsilon: float, d: int) -> NDArray[np.float64]:
+    """δ(ε) bound for Laplace noise shifted by a total scaled ℓ1 length μ = Σ_k |D_k|/b_k.
+
+    d = 1: exact, 1 − e^{−(μ − ε)/2} for μ > ε (the 1-D Laplace shift). d > 1: any pair with
+    |L| <= μ is a post-processing of randomised response with parameter μ (Kairouz, Oh &
+    Viswanath 2015), so δ(ε) <= (e^μ − e^ε)_+ / (e^μ + 1).
+    """
+    mu = np.asarray(mu, dtype=float)
+    if d == 1:
+        return np.where(mu > epsilon, -np.expm1(-(np.maximum(mu, epsilon) - epsilon) / 2.0), 0.0)
+    with np.errstate(over="ignore"):
+        val = np.where(mu > epsilon, -np.expm1(epsilon - np.maximum(mu, epsilon)) / (1.0 + np.exp(-mu)), 0.0)
+    return val
+
+
+def coupling_delta_bound(mean: ArrayLike, cov: ArrayLike, scales: ArrayLike, epsilon: float, *,
+                         points: int = 2000) -> float:
+    """Upper bound on E[g(M)], M = Σ_k |Y_k|/b_k, Y ~ N(mean, cov), g the Laplace-shift δ of :func:`_laplace_shift_delta`.
+
+    Joint convexity of the hockey-stick divergence over the coupling gives δ(ε) <= E[δ_shift(D)(ε)].
+    With T(t) >= P(M > t) non-increasing (exact in 1-D; otherwise the least of union bounds
+    Σ_k P(|Y_k| > t π_k) over a few splits π and Gaussian concentration of M, which is
+    L-Lipschitz with L = min(Σ_k σ_k, √d ||C||^{1/2})), E[g(M)] = ∫_ε^∞ g'(t) P(M > t) dt
+    <= Σ_j T(t_j) (g(t_{j+1}) − g(t_j)) + T(t_n): an upper Riemann sum.
+    """
+    sc = np.asarray(scales, dtype=float)
+    mu = np.asarray(mean, dtype=float) / sc
+    c = np.atleast_2d(np.asarray(cov, dtype=float)) / np.outer(sc, sc)
+    sd = np.sqrt(np.clip(np.diag(c), 0.0, None))
+    d = mu.size
+    total = float(np.abs(mu).sum())
+    if float(sd.max(initial=0.0)) <= 1e-15 * max(1.0, total):
+        return float(_laplace_shift_delta(np.array([total]), epsilon, d)[0])
+    amu = np.abs(mu)
+
+    def tail_for(t: NDArray[np.float64], pi: NDArray[np.float64]) -> NDArray[np.float64]:
+        tk = t[:, None] * pi[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z1 = np.where(sd > 0, (-tk - mu) / np.where(sd > 0, sd, 1.0), np.where(-tk > mu, np.inf, -np.inf))
+            z2 = np.where(sd > 0, (mu - tk) / np.where(sd > 0, sd, 1.0), np.where(mu > tk, np.inf, -np.inf))
+        return np.minimum(1.0, (special.ndtr(z1) + special.ndtr(z2)).sum(axis=1))
+
+    cands = [np.ones(d) / d]
+    for wv in (sd, amu + sd, amu + 3.0 * sd, amu):
+        if float(wv.sum()) > 0:
+            cands.append(wv / wv.sum())
+    if d > 1:
+        t0 = np.array([max(epsilon, 1.05 * total)])
+
+        def obj(v: NDArray[np.float64]) -> float:
+            e = np.exp(v - v.max())
+            return float(tail_for(t0, e / e.sum())[0])
+
+        start = np.log(cands[2] + 1e-300)
+        res = optimize.minimize(obj, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 200 * d})
+        e = np.exp(res.x - res.x.max())
+        cands.append(e / e.sum())
+    ef = float(_folded_mean(mu, sd).sum())
+    lip = min(float(sd.sum()), math.sqrt(d) * math.sqrt(max(float(np.linalg.eigvalsh(c)[-1]), 0.0)))
+
+    def tail(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        best = np.min(np.stack([tail_for(t, pi) for pi in cands]), axis=0)
+        if d > 1 and lip > 0:
+            conc = np.where(t > ef, np.exp(-np.maximum(t - ef, 0.0) ** 2 / (2.0 * lip * lip)), 1.0)
+            best = np.minimum(best, conc)
+        return best
+
+    t_hi = max(epsilon, total) + 12.0 * float(sd.sum()) + 1e-12
+    ts = epsilon + (t_hi - epsilon) * np.linspace(0.0, 1.0, points + 1)
+    tv = tail(ts)
+    gv = _laplace_shift_delta(ts, epsilon, d)
+    bound = float(tv[:-1] @ np.diff(gv)) + float(tv[-1])
+    return min(1.0, bound)
+
+
+__all__ = [
+    "CouplingShift",
+    "GaussLaplaceCoord",
+    "complete_basis",
+    "conditional_shift",
+    "coupling_shift",
+    "gl_delta_bracket",
+    "gl_dlogpdf",
+    "gl_logpdf",
+    "gl_pure_epsilon",
+    "coupling_delta_bound",
+]

@@ -1,0 +1,243 @@
+"""Calibration by top-up: add noise until the exact profile meets the target.
+
+Adding independent noise is post-processing, so the true δ(ε) never increases:
+
+* Gaussian: N(0, k²Σ_Z) = N(0, Σ_Z) ⊛ N(0, (k² − 1)Σ_Z) for k >= 1, and
+  N(0, Σ_Z + tI) = N(0, Σ_Z) ⊛ N(0, tI);
+* Laplace: Lap(kb) = Lap(b) ⊛ [k⁻² δ_0 + (1 − k⁻²) Lap(kb)] (the ratio of the
+  characteristic functions 1/(1 + k²b²t²) and 1/(1 + b²t²) is that mixture's),
+  so scaling every Laplace coordinate by k >= 1 is post-processing too.
+
+The search is a doubling + bisection on k (or t) whose every accepted point is
+*verified*: the certified upper end of the profile is <= the target there. So
+the returned noise is proven, and (up to the bisection tolerance) minimal.
+Scaling the mechanism's own noise shape is tried first; when that shape is
+rank-deficient and the laws already differ on its null space (δ of those
+marginals exceeds the target — e.g. noise along one direction while the
+covariances differ elsewhere), no k works and isotropic noise is added instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AssumptionError
+from ..models import QueryModel
+from . import gaussian as gauss
+from .profile import Profile
+from .release import NoiseLaw, gaussian_view, proven_delta, pure_epsilon
+
+#: Relative slack accepted on the target (floating-point agreement of closed forms).
+SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class TopUp:
+    """Outcome of a top-up search.
+
+    ``noise``: the final noise law; ``factor``: multiplier applied to the mechanism's own noise
+    (standard deviations / Laplace scales); ``isotropic``: variance of the added N(0, t·I)
+    (Gaussian only); ``before`` / ``after``: the proven profiles at the original and final noise
+    (``after.delta_upper <= target``); ``steps``: number of profile evaluations.
+    """
+
+    noise: NoiseLaw
+    factor: float
+    isotropic: float
+    before: Profile
+    after: Profile
+    steps: int
+
+    @property
+    def applied(self) -> bool:
+        return self.factor > 1.0 or self.isotropic > 0.0
+
+    def describe(self, target: float) -> str:
+        if not self.applied:
+            return f"exact profile confirms the noise: {self.after.describe()} <= δ = {target:g}"
+        what = []
+        if self.factor > 1.0:
+            what.append(f"mechanism noise scaled by {self.factor:.6g}")
+        if self.isotropic > 0.0:
+            what.append(f"isotropic Gaussian noise of variance {self.isotropic:.6g} added")
+        return (f"top-up: the mechanism's noise gave δ <= {self.before.delta_upper:.4g} > {target:g} "
+                f"({self.before.method}); {' and '.join(what)} (post-processing, so δ only decreases); "
+                f"now {self.after.describe()}")
+
+
+def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: float, *, value: Callable[[Profile], float],
+            goal: float, bad_value: float = math.inf, rel: float = 2e-3, tight: float = 0.05,
+            limit: float = 1e30) -> tuple[float, Profile, int]:
+    """Least x > ``bad`` with ok(x) verified, for a monotone ok; ``bad`` is known to fail.
+
+    Expands from ``guess`` (doubling up, or quartering down while it still succeeds), then
+    shrinks the bracket [bad, good] by regula falsi on ln(value) against ln x (``value`` of a
+    profile, e.g. its δ upper end, aiming just below ``goal``), falling back to bisection. Stops
+    when the bracket is within ``rel`` or the accepted point's value is within ``tight`` of
+    ``goal`` (the noise is then minimal up to the accounting resolution). Only points where
+    ok(x) held are returned.
+    """
+    steps = 1
+    good, prof = ok(guess)
+    lo_val = bad_value
+    if good:
+        hi, best = guess, prof
+        lo = bad
+        x = guess
+        while True:
+            x /= 4.0
+            if x <= bad or x < 1e-12 * guess:
+                break
+            g, p = ok(x)
+            steps += 1
+            if not g:
+                lo, lo_val = x, value(p)
+                break
+            hi, best = x, p
+    else:
+        lo, lo_val = guess, value(prof)
+        hi = guess * 2.0
+        while True:
+            g, p = ok(hi)
+            steps += 1
+            if g:
+                best = p
+                break
+            lo, lo_val = hi, value(p)
+            hi *= 2.0
+            if hi > limit:
+                raise AssumptionError("noise: no finite top-up meets the target δ (the profile does not decrease)")
+    aim = goal * (1.0 - tight / 2.0)
+    interp = True
+    while hi - lo > rel * hi and value(best) < goal * (1.0 - tight):
+        mid = math.sqrt(lo * hi) if lo > 0 else 0.5 * hi
+        hv, lv = value(best), lo_val
+        if interp and lo > 0 and 0 < hv < aim < lv < math.inf:
+            t = (math.log(lv) - math.log(aim)) / (math.log(lv) - math.log(hv))
+            cand = math.exp(math.log(lo) + t * (math.log(hi) - math.log(lo)))
+            if lo < cand < hi:
+                mid = min(max(cand, lo + 0.02 * (hi - lo)), hi - 0.02 * (hi - lo))
+        g, p = ok(mid)
+        steps += 1
+        if g:
+            hi, best = mid, p
+        else:
+            lo, lo_val = mid, value(p)
+        interp = not interp if not g else True  # alternate with bisection after a failed interpolation
+    return hi, best, steps
+
+
+def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
+           rtol: float, verified: Profile, target: float) -> Profile:
+    """The full bracket at the accepted noise (the search only established its upper end).
+
+    Falls back to the search's verified profile if the recomputed upper end (another grid) exceeds
+    the target, so the reported profile always proves the claim.
+    """
+    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol)
+    return full if full.delta_upper <= target else verified
+
+
+def _upper(p: Profile) -> float:
+    return p.delta_upper
+
+
+def _null_space_limit(model: QueryModel, pairs: Sequence[tuple[Hashable, Hashable]], cov: np.ndarray,
+                      epsilon: float) -> float:
+    """Upper end of δ(ε) of the model's marginals on the null space of Σ_Z (the limit of scaling Σ_Z)."""
+    w, v = np.linalg.eigh(cov)
+    top = float(w.max(initial=0.0))
+    null = v[:, w <= 1e-12 * top] if top > 0 else np.eye(cov.shape[0])
+    if null.shape[1] == 0:
+        return 0.0
+    g = gaussian_view(model)
+    worst = 0.0
+    for a, b in pairs:
+        red = gauss.reduce_pair(null.T @ g.mean(a), null.T @ g.covariance(a) @ null,
+                                null.T @ g.mean(b), null.T @ g.covariance(b) @ null)
+        for rev in (False, True):
+            worst = max(worst, gauss.profile_from_reduction(red, epsilon, reverse=rev, rtol=1e-2).delta_upper)
+    return worst
+
+
+def topup_gaussian(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float,
+                   delta: float, *, rtol: float = 1e-2) -> TopUp:
+    """Least Gaussian top-up of ``noise`` (scaling, else isotropic) with proven δ(ε) <= ``delta``."""
+    ps = [(a, b) for a, b in pairs]
+    cap = delta * (1.0 + SLACK)
+    before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap)
+    if before.delta_upper <= cap:
+        return TopUp(noise, 1.0, 0.0, before, before, 1)
+    cov = noise.gaussian_covariance
+
+    def ok_scale(k: float) -> tuple[bool, Profile]:
+        p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta)
+        return p.delta_upper <= delta, p
+
+    if float(np.abs(cov).max(initial=0.0)) > 0 and _null_space_limit(model, ps, cov, epsilon) <= 0.5 * delta:
+        k, after, steps = _search(ok_scale, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
+        return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 1)
+    g = gaussian_view(model)
+    scale = max(float(np.trace(cov)) / cov.shape[0],
+                0.05 * max(float(np.trace(g.covariance(x))) / g.dim for p in ps for x in p), 1e-300)
+
+    def ok_iso(t: float) -> tuple[bool, Profile]:
+        p = proven_delta(model, ps, noise.plus_isotropic(t), epsilon, rtol=rtol, target=delta)
+        return p.delta_upper <= delta, p
+
+    t, after, steps = _search(ok_iso, scale, 0.0, value=_upper, goal=delta)
+    final = noise.plus_isotropic(t)
+    return TopUp(final, 1.0, t, before, _final(model, ps, final, epsilon, rtol, after, delta), steps + 1)
+
+
+def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float,
+                  delta: float, *, rtol: float = 1e-2) -> TopUp:
+    """Least scaling k >= 1 of the Laplace scales with proven δ(ε) <= ``delta`` (``delta`` > 0).
+
+    Raises :class:`~distpriv.AssumptionError` when no scaling can work (the laws differ on
+    directions that carry no noise).
+    """
+    ps = [(a, b) for a, b in pairs]
+    cap = delta * (1.0 + SLACK)
+    before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap)
+    if before.delta_upper <= cap:
+        return TopUp(noise, 1.0, 0.0, before, before, 1)
+    far = proven_delta(model, ps, noise.scaled(1e6), epsilon, rtol=rtol, target=delta)
+    if far.delta_upper > delta:
+        reason = far.details.get("reason") or "the output laws differ on directions that carry no noise"
+        raise AssumptionError(f"noise: scaling the Laplace noise cannot reach δ = {delta:g} ({reason}; "
+                              f"proven δ stays {far.delta_upper:.3g})")
+
+    def ok(k: float) -> tuple[bool, Profile]:
+        p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta)
+        return p.delta_upper <= delta, p
+
+    k, after, steps = _search(ok, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
+    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 2)
+
+
+def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float) -> TopUp | None:
+    """Least scaling k >= 1 with proven pure ε <= ``epsilon`` (translations and products), else ``None``."""
+    ps = [(a, b) for a, b in pairs]
+    first = pure_epsilon(model, ps, noise)
+    before = Profile(epsilon, 0.0 if first.epsilon_upper <= epsilon * (1 + SLACK) else 1.0, 0.0, first.method, first.pair,
+                     {"pure_epsilon": first.epsilon_upper})
+    if first.epsilon_upper <= epsilon * (1 + SLACK):
+        return TopUp(noise, 1.0, 0.0, before, before, 1)
+    if not math.isfinite(first.epsilon_upper):
+        return None
+
+    def ok(k: float) -> tuple[bool, Profile]:
+        e = pure_epsilon(model, ps, noise.scaled(k))
+        return e.epsilon_upper <= epsilon, Profile(epsilon, 0.0, 0.0, e.method, e.pair, {"pure_epsilon": e.epsilon_upper})
+
+    k, after, steps = _search(ok, 1.25, 1.0, value=lambda p: float(p.details["pure_epsilon"]), goal=epsilon,
+                              rel=1e-4, tight=2e-4)
+    return TopUp(noise.scaled(k), k, 0.0, before, after, steps + 1)
+
+
+__all__ = ["SLACK", "TopUp", "topup_gaussian", "topup_laplace", "topup_pure"]
