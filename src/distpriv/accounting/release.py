@@ -314,15 +314,21 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     """What δ the release F + Z proves at ε: the worst ordered pair of Ψ (certified bracket).
 
     ``model`` is a GaussianModel (an EmpiricalModel is replaced by its Gaussian fit);
-    ``noise`` a :class:`NoiseLaw`. With ``target``, computation stops as soon as some
-    pair is proven to exceed it, and brackets are refined only until they decide it.
+    ``noise`` a :class:`NoiseLaw`. With ``target`` (decision mode), computation stops as soon
+    as some ordered pair is proven to exceed it, and brackets are refined only until they decide
+    it. The answer to "is δ(ε) <= target?" is then exact, but after an early stop the pairs (or
+    the reverse order) not evaluated may be worse than the one found, so the returned upper end is
+    the trivially valid 1 (``details["decided_above_target"]``): a caller that needs the value of
+    δ must call without ``target``.
     """
     profiles: list[Profile] = []
     for a, b in _pairs(pairs):
         p1, p2 = pair_profiles(model, a, b, noise, epsilon, rtol=rtol, target=target)
         profiles += [p1, p2]
         if target is not None and max(p1.delta_lower, p2.delta_lower) > target:
-            break
+            found = max(profiles, key=lambda p: p.delta_lower)
+            return Profile(found.epsilon, 1.0, found.delta_lower, found.method, found.pair,
+                           {**found.details, "decided_above_target": target})
     return worst(profiles)
 
 

@@ -64,7 +64,7 @@ class TopUp:
             what.append(f"mechanism noise scaled by {self.factor:.6g}")
         if self.isotropic > 0.0:
             what.append(f"isotropic Gaussian noise of variance {self.isotropic:.6g} added")
-        return (f"top-up: the mechanism's noise gave δ <= {self.before.delta_upper:.4g} > {target:g} "
+        return (f"top-up: the mechanism's noise gave δ >= {self.before.delta_lower:.4g} > {target:g} "
                 f"({self.before.method}); {' and '.join(what)} (post-processing, so δ only decreases); "
                 f"now {self.after.describe()}")
 
@@ -143,7 +143,8 @@ def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: Noi
 
 
 def _upper(p: Profile) -> float:
-    return p.delta_upper
+    """The search's guide value: the upper end, or the exceeding lower end of a decided-only profile."""
+    return p.delta_lower if "decided_above_target" in p.details else p.delta_upper
 
 
 def _null_space_limit(model: QueryModel, pairs: Sequence[tuple[Hashable, Hashable]], cov: np.ndarray,
@@ -179,7 +180,7 @@ def topup_gaussian(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
         return p.delta_upper <= delta, p
 
     if float(np.abs(cov).max(initial=0.0)) > 0 and _null_space_limit(model, ps, cov, epsilon) <= 0.5 * delta:
-        k, after, steps = _search(ok_scale, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
+        k, after, steps = _search(ok_scale, 1.25, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
         return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 1)
     g = gaussian_view(model)
     scale = max(float(np.trace(cov)) / cov.shape[0],
@@ -216,7 +217,7 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
         p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta)
         return p.delta_upper <= delta, p
 
-    k, after, steps = _search(ok, 1.25, 1.0, value=_upper, goal=delta, bad_value=before.delta_upper)
+    k, after, steps = _search(ok, 1.25, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
     return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 2)
 
 

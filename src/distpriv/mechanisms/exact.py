@@ -79,7 +79,8 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0, "topup_isotropic": 0.0}
     claimed = target
     if inp.calibration == "classic" and eps >= 1.0:
-        prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2, target=target * (1 + SLACK))
+        # the value (not only the decision) is claimed: no decision mode, every ordered pair evaluated
+        prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
         if prof.delta_upper > target * (1 + SLACK):
             claimed = min(1.0, prof.delta_upper)
             notes.append(f"classic rule c = sqrt(2 ln(1.25/δ)) fails at ε = {eps:g}: the exact profile gives "
@@ -92,7 +93,7 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     else:
         tu = topup_gaussian(g, inp.pairs, noise, eps, target)
         prof = tu.after
-        details.update(topup_factor=tu.factor, topup_isotropic=tu.isotropic, delta_before_topup=tu.before.delta_upper,
+        details.update(topup_factor=tu.factor, topup_isotropic=tu.isotropic, delta_before_topup=_before(tu.before),
                        topup_steps=tu.steps)
         if tu.applied:
             details["noise_covariance_papers"] = mech.noise_covariance.copy()
@@ -114,6 +115,11 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
             mech.details["exact_epsilon_at_delta"] = None  # the Mahalanobis formula needs equal covariances
     mech.details.update(details)
     return mech
+
+
+def _before(p: Profile) -> float:
+    """δ of the papers' noise: the upper end, or (decided-only profile) the lower end proving it too large."""
+    return p.delta_lower if "decided_above_target" in p.details else p.delta_upper
 
 
 def _rescale_details(details: dict[str, Any], factor: float, isotropic: float) -> None:
@@ -159,7 +165,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             tu = topup_laplace(g, inp.pairs, wide, eps, target)
         _set_laplace(mech, tu.noise)
         claimed_delta = target
-        details.update(topup_factor=tu.factor, delta_before_topup=tu.before.delta_upper)
+        details.update(topup_factor=tu.factor, delta_before_topup=_before(tu.before))
         if tu.applied:
             notes.append(tu.describe(target))
         notes.append(f"accounting: {tu.after.describe()}")
