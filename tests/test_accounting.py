@@ -312,3 +312,24 @@ def test_scalar_path_equals_vectorised(eps, delta):
         assert isinstance(s, float) and abs(s - v) <= 1e-13 * max(v, 1e-300)
     assert cal.gaussian_sigma(2.0, eps, delta) == pytest.approx(2.0 / b, rel=1e-13)
     assert special.ndtr(0.0) == 0.5
+
+
+def test_decision_mode_early_stop_claims_nothing() -> None:
+    """Regression: decision mode stopped at the first ordered pair above the target and returned its δ,
+    which the classic path then claimed although the reverse order was worse (DauM, classic, ε = 1:
+    claimed 0.159, true 0.498 by the independent oracle). An early stop now has upper end 1."""
+    import distpriv as dp
+    from distpriv.accounting.release import NoiseLaw, proven_delta
+
+    model = dp.GaussianModel({0: [0.0, 0.0], 1: [0.4, 0.4]},
+                             {0: [[1.0, 0.9], [0.9, 1.0]], 1: [[1.2, -0.5], [-0.5, 0.8]]})
+    noise = NoiseLaw.gaussian(0.05 * np.eye(2))
+    full = proven_delta(model, [(0, 1)], noise, 1.0)
+    decided = proven_delta(model, [(0, 1)], noise, 1.0, target=1e-3)
+    assert full.delta_lower > 1e-3  # the decision is "too large"
+    assert decided.delta_lower > 1e-3
+    assert decided.delta_upper == 1.0 and "decided_above_target" in decided.details
+    # the full computation covers both orders: its upper end is the worst one
+    assert full.delta_upper >= decided.delta_lower
+    mech = dp.calibrate("daum", model, [(0, 1)], epsilon=1.0, delta=1e-3, calibration="classic")
+    assert mech.guarantee.delta >= proven_delta(model, [(0, 1)], NoiseLaw.of(mech), 1.0).delta_lower
