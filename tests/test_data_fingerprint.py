@@ -97,3 +97,12 @@ def test_pandas_index_is_not_part_of_a_row(table, expected):
     np.testing.assert_array_equal(dd.row_fingerprints(shuffled, key=KEY), expected)
     with pytest.raises(InvalidParameterError, match=r"data: repeated column names \['sex'\]"):
         dd.row_fingerprints(table[["sex", "sex"]], key=KEY)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars", "parquet", "duckdb"])
+def test_number_edge_cases(backend, tmp_path):
+    floats = [0.1, -0.0, 1e-300, 123456789.125, -5.0, 1e15, 999999999999999.0, 2.0**60, float("inf"), np.nan]
+    ints = [0, -1, 10**15 - 1, 10**15, 2**60, -(2**62), 7, 40, 1, 2]
+    df = pd.DataFrame({"f": floats, "i": np.array(ints, dtype=np.int64), "b": [True, False] * 5})
+    fp = dd.row_fingerprints(as_backend(df, backend, tmp_path), key=KEY)
+    np.testing.assert_array_equal(fp, python_fingerprints(df, KEY))

@@ -43,10 +43,7 @@ __all__ = ["FINGERPRINT_SCHEME", "canonical_sql", "new_fingerprint_key", "row_fi
 #: Identifier of the fingerprint scheme (stored next to fingerprints so that schemes never mix).
 FINGERPRINT_SCHEME = "distpriv-row-md5-64/v1"
 
-_NUMERIC = (
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
-    "UHUGEINT", "FLOAT", "DOUBLE", "REAL",
-)
+_NUMERIC = ("FLOAT", "DOUBLE", "REAL")
 _VIEW = "__dp_fingerprint_rows"
 
 
@@ -63,29 +60,48 @@ def _check_key(key: Any) -> str:
     return bytes(key).hex()
 
 
-def _cell(name: str, dtype: str) -> str:
+_INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+             "UBIGINT", "UHUGEINT")
+
+
+def _text(name: str, dtype: str) -> str:
+    """SQL text of one cell (NULL when missing); equal to C's %.17g for every number.
+
+    Integral values below 10¹⁵ in magnitude print as plain integers, which is what %.17g prints for
+    them, through a cheap integer cast; everything else goes through printf.
+    """
     col = quote_ident(name)
     base = dtype.upper()
+    if base in _INTEGERS:
+        return (f"CASE WHEN abs({col}) < 1000000000000000 THEN CAST({col} AS VARCHAR) "
+                f"ELSE printf('%.17g', CAST({col} AS DOUBLE)) END")
     if base in _NUMERIC or base.startswith("DECIMAL"):
-        x = f"CAST({col} AS DOUBLE)"
-        text = f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE printf('%.17g', {x} + 0.0) END"
-    elif base == "BOOLEAN":
-        text = f"CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END"
-    elif base == "VARCHAR":
-        text = col
-    else:
-        text = f"CAST({col} AS VARCHAR)"
-    return f"(CASE WHEN ({text}) IS NULL THEN '-' ELSE CAST(strlen({text}) AS VARCHAR) || ':' || ({text}) END)"
+        x = f"(CAST({col} AS DOUBLE) + 0.0)"  # + 0.0 turns -0.0 into 0.0
+        return (f"CASE WHEN isnan({x}) THEN NULL "
+                f"WHEN {x} = trunc({x}) AND abs({x}) < 1e15 THEN CAST(CAST({x} AS BIGINT) AS VARCHAR) "
+                f"ELSE printf('%.17g', {x}) END")
+    if base == "BOOLEAN":
+        return f"CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END"
+    if base == "VARCHAR":
+        return col
+    return f"CAST({col} AS VARCHAR)"
 
 
 def canonical_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     """DuckDB query computing the fingerprint (column ``fp``, UBIGINT) of every row of ``source``.
 
-    The key is the query's single ``?`` parameter (its hex string), never part of the SQL text.
+    The key is the query's single ``?`` parameter (its hex string), never part of the SQL text. Cell
+    texts are computed once in an inner projection, then length-prefixed and concatenated.
     """
     cells = sorted(zip(map(str, columns), map(str, types), strict=True))
-    body = " || ".join(_cell(c, t) for c, t in cells) if cells else "''"
-    return f"SELECT md5_number_lower(? || chr(31) || {body}) AS fp FROM {source}"
+    if not cells:
+        raise InvalidParameterError("columns: need at least one column")
+    texts = ", ".join(f"{_text(c, t)} AS t{i}" for i, (c, t) in enumerate(cells))
+    body = " || ".join(
+        f"(CASE WHEN t{i} IS NULL THEN '-' ELSE CAST(strlen(t{i}) AS VARCHAR) || ':' || t{i} END)"
+        for i in range(len(cells))
+    )
+    return f"SELECT md5_number_lower(? || chr(31) || {body}) AS fp FROM (SELECT {texts} FROM {source})"
 
 
 def _fingerprint_relation(con: Any, rel: Any, key_hex: str) -> NDArray[np.uint64]:

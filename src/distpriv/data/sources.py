@@ -259,6 +259,7 @@ def _open_files(
     config = {"preserve_insertion_order": True, **(duckdb_config or {})}
     with engine_errors(what, "duckdb"):
         con = duckdb.connect(":memory:", config=config)
+        con.execute("SET enable_progress_bar = false")
 
     delim = sep if sep is not None else ("\t" if all(p.suffix.lower() == ".tsv" for p in paths) else None)
 
