@@ -87,6 +87,18 @@ def test_dask_local_cluster_matches_pandas(dask_client, table, reference):
     _check_backend(frame, table, reference)
 
 
+def test_dask_keys_differ_between_partitions(dask_client):
+    """Sampling keys come from default_rng([seed, partition]): identical partitions get different keys."""
+    import dask.dataframe as ddf
+
+    from distpriv.data.sample import KEY, _with_key
+
+    same = pd.DataFrame({"x": np.zeros(50)})
+    frame = ddf.concat([ddf.from_pandas(same, npartitions=1)] * 3)
+    keys = _with_key(dd.open_table(frame), 9).collect().to_pandas()[KEY].to_numpy()
+    assert keys.size == 150 and np.unique(keys).size == 150
+
+
 def test_dask_parquet_dataset(dask_client, table, reference, tmp_path):
     import dask.dataframe as ddf
 

@@ -85,8 +85,16 @@ class Prepared:
         return [_m(i) for i in range(len(self.used))]
 
 
-def prepare(table: Table, query: Query, protect: Predicate, *, frame: nw.LazyFrame[Any] | None = None) -> Prepared:
-    """Add the group flag, the completeness flag, the contributions v_j and missing indicators.
+def prepare(
+    table: Table,
+    query: Query,
+    protect: Predicate,
+    *,
+    frame: nw.LazyFrame[Any] | None = None,
+    keep: Sequence[str] = (),
+) -> Prepared:
+    """The used columns (and ``keep``) plus the group flag, the completeness flag, the contributions v_j
+    and the missing-value indicators.
 
     ``frame`` replaces ``table.frame`` (e.g. the table with a random key column added).
     """
@@ -101,7 +109,7 @@ def prepare(table: Table, query: Query, protect: Predicate, *, frame: nw.LazyFra
     complete = ~missing[0]
     for e in missing[1:]:
         complete = complete & ~e
-    base = table.frame if frame is None else frame
+    base = (table.frame if frame is None else frame).select(*used, *keep)  # only what the pass reads
     lf = base.with_columns(
         flag.fill_null(False).alias(G),
         complete.alias(OK),
@@ -290,7 +298,7 @@ def summarize(
         shift[g] = np.where(constant[g], lo[g], mean)
     if need_second:
         shifted = ok_frame.with_columns(
-            *((nw.col(_v(j)) - nw.when(nw.col(G)).then(nw.lit(shift[0, j])).otherwise(nw.lit(shift[1, j])))
+            *((nw.col(_v(j)) - nw.when(nw.col(G)).then(nw.lit(float(shift[0, j]))).otherwise(nw.lit(float(shift[1, j]))))
               .alias(_v(j)) for j in range(m))
         )
         sums_w = np.zeros((2, m))

@@ -36,6 +36,7 @@ from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from ..moments import GroupMoments
 from ..queries import Predicate, Query, as_predicate, as_query
 from .aggregate import MISSING_POLICIES, OK, G, Prepared, TableSummary, missing_counts, prepare
+from .expressions import used_columns
 from .sources import Table, engine_errors, open_table
 
 __all__ = ["KEY", "Subsample", "stratified_sample"]
@@ -88,12 +89,15 @@ def _dask_key(pdf: pd.DataFrame, seed: int, partition_info: dict[str, Any] | Non
     return pdf.assign(**{KEY: np.random.default_rng([seed, number]).random(len(pdf))})
 
 
-def _with_key(table: Table, seed: int) -> nw.LazyFrame[Any]:
-    """The table with a uniform [0, 1) key column :data:`KEY` computed by its engine (module docstring)."""
+def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> nw.LazyFrame[Any]:
+    """The table (its ``columns`` for in-memory frames) with a uniform [0, 1) key column :data:`KEY`
+    computed by its engine (module docstring)."""
     native = table.native
     with engine_errors(table.what, table.backend):
         if table.eager:
             df = nw.from_native(native, eager_only=True)
+            if columns is not None:
+                df = df.select(*columns)  # do not copy unused columns of an in-memory frame
             keys = np.random.default_rng(seed).random(len(df))
             return df.with_columns(nw.new_series(KEY, keys, nw.Float64, backend=df.implementation)).lazy()
         if table.backend == "duckdb":
@@ -163,11 +167,13 @@ def stratified_sample(
     """
     count = check_int(size, "size", minimum=1)
     s = check_int(seed, "seed", minimum=0)
+    if s >= 2**63:
+        raise InvalidParameterError(f"seed: must be < 2**63 (engines take 64-bit signed seeds), got {s}")
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     table = open_table(data, **open_options)
     q = as_query(query)  # type: ignore[arg-type]
     pred = as_predicate(protect)
-    prep: Prepared = prepare(table, q, pred, frame=_with_key(table, s))
+    prep: Prepared = prepare(table, q, pred, frame=_with_key(table, s, used_columns(q, pred)), keep=[KEY])
     if summary is not None:
         if not isinstance(summary, TableSummary):
             raise InvalidTypeError(f"summary: expected a TableSummary, got {type(summary).__name__}")

@@ -371,6 +371,8 @@ def open_table(
         The engine cannot read a file.
     """
     if isinstance(data, Table):
+        if sep is not None or encoding is not None or duckdb_config is not None:
+            raise InvalidParameterError("sep, encoding, duckdb_config: apply when a table is opened, not to a Table")
         return data
     if not isinstance(what, str) or not what:
         raise InvalidTypeError(f"what: expected a non-empty string, got {what!r}")
