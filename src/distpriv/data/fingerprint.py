@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from .sources import Table, engine_errors, open_table, quote_ident
 
 __all__ = ["FINGERPRINT_SCHEME", "canonical_sql", "new_fingerprint_key", "row_fingerprints"]
@@ -104,15 +104,33 @@ def canonical_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> 
     return f"SELECT md5_number_lower(? || chr(31) || {body}) AS fp FROM (SELECT {texts} FROM {source})"
 
 
-def _fingerprint_relation(con: Any, rel: Any, key_hex: str) -> NDArray[np.uint64]:
+def _fingerprint_relation(con: Any, rel: Any, key_hex: str, *, count_first: bool) -> NDArray[np.uint64]:
+    """Sorted fingerprints of a relation of ``con``.
+
+    With ``count_first`` (files: a Parquet count is read from metadata) the rows are counted first and the
+    fingerprints streamed into one preallocated array, so the peak memory is 8 bytes per row plus a batch.
+    """
     rel.create_view(_VIEW, replace=True)
     try:
+        total = int(con.sql(f"SELECT count(*) FROM {_VIEW}").fetchall()[0][0]) if count_first else None
         sql = canonical_sql(rel.columns, rel.types, _VIEW)
         reader = _relation_reader(con.sql(sql, params=[key_hex]))
-        parts = [np.asarray(batch.column(0).to_numpy(zero_copy_only=False), dtype=np.uint64) for batch in reader]
+        if total is None:
+            parts = [np.asarray(b.column(0).to_numpy(zero_copy_only=False), dtype=np.uint64) for b in reader]
+            out = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        else:
+            out = np.empty(total, dtype=np.uint64)
+            filled = 0
+            for batch in reader:
+                values = np.asarray(batch.column(0).to_numpy(zero_copy_only=False), dtype=np.uint64)
+                if filled + values.size > total:
+                    raise EngineError("data: the table changed while computing fingerprints")
+                out[filled : filled + values.size] = values
+                filled += values.size
+            if filled != total:
+                raise EngineError("data: the table changed while computing fingerprints")
     finally:
         con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
-    out = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
     out.sort()
     return out
 
@@ -177,14 +195,14 @@ def row_fingerprints(
         if backend == "duckdb":
             rel = table.native.select(*[quote_ident(c) for c in cols])
             if table.connection is not None:  # files: our own connection
-                return _fingerprint_relation(table.connection, rel, key_hex)
+                return _fingerprint_relation(table.connection, rel, key_hex, count_first=True)
             # A user's relation: stream it as Arrow batches into a private connection (its own
             # connection is not reachable from the relation object).
             import duckdb
 
             con = duckdb.connect(":memory:")
             try:
-                return _fingerprint_relation(con, con.from_arrow(_relation_reader(rel)), key_hex)
+                return _fingerprint_relation(con, con.from_arrow(_relation_reader(rel)), key_hex, count_first=False)
             finally:
                 con.close()
         if backend == "pandas":
