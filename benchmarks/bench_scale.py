@@ -134,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big", action="store_true", help="also 40M rows, and 100M if the disk has room")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the Parquet files (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--tasks", nargs="+", default=["groupby", "summarize", "model", "fingerprint", "pandas"],
+                        choices=["groupby", "summarize", "model", "fingerprint", "pandas"],
+                        help="what to measure (groupby always runs: it is the baseline)")
     args = parser.parse_args(argv)
     sizes = list(args.rows)
     workdir = Path(tempfile.mkdtemp(prefix="distpriv-bench-scale-", dir=args.dir))
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes.append(40_000_000)
         if shutil.disk_usage(workdir).free > 8 * 2**30:
             sizes.append(100_000_000)
-    tasks = ["groupby", "summarize", "model", "fingerprint", "pandas"]
+    tasks = ["groupby", *(t for t in args.tasks if t != "groupby")]
     print(f"query {STATS}, protect {PROTECT!r}; Parquet files in {workdir}")
     print(f"{'rows':>11} {'file MB':>8} | " + " | ".join(f"{t:>20}" for t in tasks))
     print(f"{'':>11} {'':>8} | " + " | ".join(f"{'s (x groupby) RSS MB':>20}" for _ in tasks))
