@@ -107,3 +107,10 @@ def test_pandas_index_does_not_matter(table):
     s1, s2 = dd.summarize(shuffled, Q, PROTECT), dd.summarize(table, Q, PROTECT)
     np.testing.assert_array_equal(s1.moments.counts, s2.moments.counts)
     np.testing.assert_allclose(s1.moments.sums, s2.moments.sums, rtol=1e-12)
+
+
+def test_seed_range_and_reserved_names(table):
+    with pytest.raises(InvalidParameterError, match=r"seed: must be < 2\*\*63"):
+        dd.stratified_sample(table, Q, PROTECT, 5, seed=2**63)
+    with pytest.raises(InvalidParameterError, match="reserved by distpriv"):
+        dd.stratified_sample(table.assign(__dp_u=1.0), Q, PROTECT, 5)

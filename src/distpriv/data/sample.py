@@ -36,7 +36,7 @@ from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from ..moments import GroupMoments
 from ..queries import Predicate, Query, as_predicate, as_query
 from .aggregate import MISSING_POLICIES, OK, G, Prepared, TableSummary, missing_counts, prepare
-from .expressions import used_columns
+from .expressions import check_names, used_columns
 from .sources import Table, engine_errors, open_table
 
 __all__ = ["KEY", "Subsample", "stratified_sample"]
@@ -101,8 +101,9 @@ def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> 
             keys = np.random.default_rng(seed).random(len(df))
             return df.with_columns(nw.new_series(KEY, keys, nw.Float64, backend=df.implementation)).lazy()
         if table.backend == "duckdb":
-            # fmix64 of (row number XOR a hash of the seed); DuckDB's two-argument hash(a, b) is not
-            # uniform enough for this (tests/test_data_sample.py::test_inclusion_is_uniform).
+            # DuckDB's 64-bit integer mixer (murmurhash64) of (row number XOR a hash of the seed); the
+            # two-argument hash(a, b) only XORs the hashes and is not uniform enough for this
+            # (tests/test_data_sample.py::test_inclusion_is_uniform).
             mixed = f"hash(xor((row_number() OVER ())::UBIGINT, hash({seed}::UBIGINT)))"
             rel = native.project(f'*, ({mixed} >> 11)::DOUBLE / {_TWO53} AS "{KEY}"')
             return nw.from_native(rel)
@@ -171,6 +172,7 @@ def stratified_sample(
         raise InvalidParameterError(f"seed: must be < 2**63 (engines take 64-bit signed seeds), got {s}")
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     table = open_table(data, **open_options)
+    check_names([KEY, _INDEX], table)
     q = as_query(query)  # type: ignore[arg-type]
     pred = as_predicate(protect)
     prep: Prepared = prepare(table, q, pred, frame=_with_key(table, s, used_columns(q, pred)), keep=[KEY])
