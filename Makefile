@@ -3,8 +3,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
+SPARKSTAMP := $(VENV)/.installed-spark
 
-.PHONY: demo test bench install clean docs reproduce-readme
+.PHONY: demo test test-spark bench install clean docs reproduce-readme
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,6 +28,15 @@ demo: $(STAMP)
 test: $(TESTSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n 2 tests
+
+# PySpark (~450 MB download, ~500 MB installed, a JVM per session) is kept out of `make test`;
+# without it the Spark test is skipped with a reason. This target installs it and runs the Dask/Spark tests.
+$(SPARKSTAMP): $(TESTSTAMP)
+	$(BIN)/pip install --quiet -e '.[test,spark]'
+	touch $(SPARKSTAMP)
+
+test-spark: $(SPARKSTAMP)
+	$(BIN)/python -m pytest tests/test_data_distributed.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

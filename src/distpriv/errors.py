@@ -28,6 +28,10 @@ class DataUnavailableError(DistPrivError, FileNotFoundError):
     """A data set could not be found in any of the configured sources."""
 
 
+class EngineError(DistPrivError, RuntimeError):
+    """A query engine (DuckDB, Polars, Dask, Spark, ...) failed while reading or aggregating a table."""
+
+
 class AssumptionError(DistPrivError, ValueError):
     """A mechanism's assumptions do not hold and no safe fallback exists."""
 

@@ -1,0 +1,183 @@
+"""Tables beyond memory: the data layer's aggregate pass against one DuckDB ``GROUP BY``, by table size.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_scale.py [--rows 1000000 10000000] [--big] [--dir DIR]
+
+For each size an Adult-like Parquet file (age, sex, hours, income and four
+filler columns) is generated with DuckDB, then every measurement runs in its own
+child process so that its peak RSS (``ru_maxrss`` from ``wait4``) is its own:
+
+* ``groupby``   one hand-written DuckDB ``GROUP BY`` computing, per income group,
+                the count, Σv and Σ v vᵀ of the contributions of
+                mean:age, count:sex=Female, mean:hours (the baseline);
+* ``summarize`` :func:`distpriv.data.summarize` (the same sums plus min/max and
+                missing-value counts, through narwhals);
+* ``model``     summarize + the Gaussian moment model for Ψ = {(0.45, 0.55)} with
+                n = all rows (a table modelled from itself) + a 1,000-row
+                stratified subsample per group;
+* ``fingerprint`` :func:`distpriv.data.row_fingerprints` (8 bytes per row come back);
+* ``pandas``    the in-memory path (read the used columns with pandas,
+                ``GroupMoments.from_frame``), for sizes up to 10M rows.
+
+Times are measured inside the child after its imports; the figures to report
+are the ratios to ``groupby`` in the same run and the RSS column. ``--big``
+adds 40M rows, and 100M when the disk has room.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+STATS = ["mean:age", "count:sex=Female", "mean:hours"]
+PROTECT = "income=>50K"
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    path, task = sys.argv[1], sys.argv[2]
+    stats = ["mean:age", "count:sex=Female", "mean:hours"]
+    protect = "income=>50K"
+    if task == "groupby":
+        import duckdb
+        con = duckdb.connect()
+        t = time.perf_counter()
+        rows = con.sql(f'''
+            SELECT income = '>50K' AS g, count(*) AS n,
+                   sum(v0), sum(v1), sum(v2),
+                   sum(v0 * v0), sum(v0 * v1), sum(v0 * v2), sum(v1 * v1), sum(v1 * v2), sum(v2 * v2)
+            FROM (SELECT income, CAST(age AS DOUBLE) AS v0, CAST(sex = 'Female' AS DOUBLE) AS v1,
+                         CAST(hours AS DOUBLE) AS v2 FROM read_parquet('{path}'))
+            GROUP BY 1''').fetchall()
+        out = {"seconds": time.perf_counter() - t, "check": sorted(r[1] for r in rows)}
+    elif task == "pandas":
+        import pandas as pd
+        from distpriv.moments import GroupMoments
+        t = time.perf_counter()
+        frame = pd.read_parquet(path, columns=["age", "sex", "hours", "income"])
+        gm = GroupMoments.from_frame(frame, stats, protect)
+        out = {"seconds": time.perf_counter() - t, "check": sorted(gm.counts.tolist())}
+    else:
+        from distpriv import data as dd
+        from distpriv.moments import moment_model
+        t = time.perf_counter()
+        if task == "summarize":
+            s = dd.summarize(path, stats, protect)
+            out = {"check": sorted(s.moments.counts.tolist()), "passes": s.passes}
+        elif task == "model":
+            s = dd.summarize(path, stats, protect)
+            model = moment_model(s.moments, [(0.45, 0.55)], s.kept, replace=True)
+            sub = dd.stratified_sample(path, stats, protect, 1000, seed=0, summary=s)
+            out = {"check": sorted(s.moments.counts.tolist()), "sample": list(sub.sizes)}
+        elif task == "fingerprint":
+            fp = dd.row_fingerprints(path, key=bytes(32))
+            out = {"check": [int(fp.size)]}
+        out["seconds"] = time.perf_counter() - t
+    print(json.dumps(out))
+    """
+)
+
+
+def generate(path: Path, rows: int) -> float:
+    import duckdb
+
+    start = time.perf_counter()
+    con = duckdb.connect()
+    con.execute(
+        f"""COPY (SELECT (17 + (hash(i, 1) % 74))::BIGINT AS age,
+                         CASE WHEN hash(i, 2) % 3 = 0 THEN 'Female' ELSE 'Male' END AS sex,
+                         (1 + hash(i, 3) % 9900) / 100.0 AS hours,
+                         CASE WHEN hash(i, 4) % 4 = 0 THEN '>50K' ELSE '<=50K' END AS income,
+                         random() AS f1, random() AS f2, (hash(i, 5) % 1000)::INTEGER AS f3,
+                         'w' || (hash(i, 6) % 9)::VARCHAR AS f4
+                  FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)"""
+    )
+    con.close()
+    return time.perf_counter() - start
+
+
+def run_child(path: Path, task: str) -> dict:
+    """Start the child, collect its own rusage with wait4 (peak RSS of that process alone)."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), task], stdout=out_file,
+                                stderr=err_file, text=True, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out_file.seek(0)
+        err_file.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{task} failed:\n{err_file.read()[-2000:]}")
+        raw = out_file.read()
+        try:
+            out = json.loads(raw.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise SystemExit(f"{task}: unexpected output {raw[:500]!r}") from None
+    out["rss_mb"] = usage.ru_maxrss / 1024
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                        help="table sizes (default 1M and 10M rows)")
+    parser.add_argument("--big", action="store_true", help="also 40M rows, and 100M if the disk has room")
+    parser.add_argument("--dir", type=Path, default=None, help="where to write the Parquet files (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--tasks", nargs="+", default=["groupby", "summarize", "model", "fingerprint", "pandas"],
+                        choices=["groupby", "summarize", "model", "fingerprint", "pandas"],
+                        help="what to measure (groupby always runs: it is the baseline)")
+    args = parser.parse_args(argv)
+    sizes = list(args.rows)
+    workdir = Path(tempfile.mkdtemp(prefix="distpriv-bench-scale-", dir=args.dir))
+    if args.big:
+        sizes.append(40_000_000)
+        if shutil.disk_usage(workdir).free > 8 * 2**30:
+            sizes.append(100_000_000)
+    tasks = ["groupby", *(t for t in args.tasks if t != "groupby")]
+    print(f"query {STATS}, protect {PROTECT!r}; Parquet files in {workdir}")
+    print(f"{'rows':>11} {'file MB':>8} | " + " | ".join(f"{t:>20}" for t in tasks))
+    print(f"{'':>11} {'':>8} | " + " | ".join(f"{'s (x groupby) RSS MB':>20}" for _ in tasks))
+    try:
+        for rows in sizes:
+            path = workdir / f"table-{rows}.parquet"
+            if not path.exists():
+                generate(path, rows)
+            results = {}
+            for task in tasks:
+                if task == "pandas" and rows > 10_000_000:
+                    continue
+                results[task] = run_child(path, task)
+            checks = {t: r["check"] for t, r in results.items() if t not in ("fingerprint",)}
+            if len({json.dumps(c) for c in checks.values()}) != 1:
+                raise SystemExit(f"group counts disagree: {checks}")
+            base = results["groupby"]["seconds"]
+            cells = []
+            for task in tasks:
+                r = results.get(task)
+                if r is None:
+                    cells.append(f"{'-':>20}")
+                else:
+                    cells.append(f"{r['seconds']:6.2f} ({r['seconds'] / base:4.1f}x) {r['rss_mb']:5.0f}")
+            size_mb = path.stat().st_size / 2**20
+            print(f"{rows:>11,} {size_mb:>8.0f} | " + " | ".join(cells), flush=True)
+            if not args.keep:
+                path.unlink()
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

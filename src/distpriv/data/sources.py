@@ -1,0 +1,388 @@
+"""Opening a table for the data layer: files through DuckDB, frames through narwhals.
+
+:func:`open_table` accepts
+
+* a CSV or Parquet file path, a glob (``"logs/*.parquet"``) or a list of them:
+  scanned lazily by an embedded DuckDB connection (nothing is read until an
+  aggregate runs, and DuckDB streams the files, so memory stays flat);
+* a pandas, Polars (eager or lazy) or pyarrow frame, a DuckDB relation, a Dask
+  or a PySpark DataFrame: wrapped unchanged with narwhals, so every
+  computation of :mod:`distpriv.data` runs inside the frame's own engine.
+
+The result is a :class:`Table`, a narwhals ``LazyFrame`` plus what the other
+modules need to know about where it came from.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import glob
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import narwhals as nw
+
+from ..errors import (
+    DataUnavailableError,
+    DistPrivError,
+    EngineError,
+    InvalidParameterError,
+    InvalidTypeError,
+)
+
+__all__ = [
+    "BACKENDS",
+    "SUFFIXES_CSV",
+    "SUFFIXES_PARQUET",
+    "SUPPORTED_INPUTS",
+    "Table",
+    "engine_errors",
+    "list_preview",
+    "open_table",
+]
+
+SUFFIXES_CSV = (".csv", ".txt", ".tsv")
+SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
+_COMPRESSED = (".gz", ".zst")
+
+#: Backends a :class:`Table` can have (files are scanned by ``"duckdb"``).
+BACKENDS = ("pandas", "polars", "polars-lazy", "pyarrow", "duckdb", "dask", "pyspark")
+
+SUPPORTED_INPUTS = (
+    "a CSV/Parquet path or glob (or a list of them), or a pandas, Polars (eager or lazy), pyarrow, "
+    "DuckDB relation, Dask or PySpark DataFrame"
+)
+
+_IMPLEMENTATIONS = {
+    nw.Implementation.PANDAS: "pandas",
+    nw.Implementation.POLARS: "polars",
+    nw.Implementation.PYARROW: "pyarrow",
+    nw.Implementation.DUCKDB: "duckdb",
+    nw.Implementation.DASK: "dask",
+    nw.Implementation.PYSPARK: "pyspark",
+    nw.Implementation.PYSPARK_CONNECT: "pyspark",
+}
+
+# DuckDB's CSV reader decodes these natively (others need an extension download).
+_DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "iso8859-1": "latin-1"}
+
+
+def list_preview(items: Sequence[Any], limit: int = 10) -> str:
+    """``['a', 'b', ...]`` with at most ``limit`` entries and "… and N more"."""
+    shown = ", ".join(repr(str(x)) for x in items[:limit])
+    more = f", … and {len(items) - limit} more" if len(items) > limit else ""
+    return f"[{shown}{more}]"
+
+
+@contextlib.contextmanager
+def engine_errors(what: str, backend: str) -> Iterator[None]:
+    """Turn an engine's exception into a one-line :class:`EngineError` (distpriv errors pass through)."""
+    try:
+        yield
+    except DistPrivError:
+        raise
+    except MemoryError:
+        raise EngineError(f"{what}: the {backend} engine ran out of memory") from None
+    except Exception as exc:  # engines raise many unrelated types
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        if len(first) > 300:
+            first = first[:297] + "..."
+        raise EngineError(f"{what}: {backend} engine error: {first}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A table ready for pushed-down computations.
+
+    Attributes
+    ----------
+    frame:
+        narwhals ``LazyFrame`` over the data (eager frames are wrapped lazily).
+    backend:
+        One of :data:`BACKENDS`; file inputs are ``"duckdb"``.
+    native:
+        The object handed in (a frame or relation), or the DuckDB relation scanning the files.
+    files:
+        The files scanned, in order (empty for frames).
+    file_columns:
+        The column names of each file (to report a column missing from some files).
+    connection:
+        The DuckDB connection owning ``native`` for file inputs, else ``None``.
+    what:
+        The argument name used in error messages (``"data"``, ``"--population"``, ...).
+    """
+
+    frame: nw.LazyFrame[Any]
+    backend: str
+    native: Any
+    files: tuple[Path, ...] = ()
+    file_columns: tuple[tuple[str, ...], ...] = ()
+    connection: Any = None
+    what: str = "data"
+    _schema: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """Column name -> narwhals dtype (read from metadata; no scan)."""
+        if not self._schema:
+            with engine_errors(self.what, self.backend):
+                self._schema.update(dict(self.frame.collect_schema().items()))
+        return self._schema
+
+    @property
+    def columns(self) -> list[str]:
+        """Column names, in order."""
+        return list(self.schema)
+
+    @property
+    def eager(self) -> bool:
+        """True for in-memory frames (pandas, Polars DataFrame, pyarrow)."""
+        return self.backend in ("pandas", "polars", "pyarrow")
+
+    def check_columns(self, columns: Sequence[str], purpose: str) -> None:
+        """Raise when a column is unknown, or present in only some of the files."""
+        schema = self.schema
+        for col in columns:
+            if col not in schema:
+                raise InvalidParameterError(
+                    f"{purpose}: unknown column {col!r} in {self.what}; available columns are "
+                    f"{list_preview(list(schema))}"
+                )
+        if self.files:
+            for col in columns:
+                absent = [f.name for f, cols in zip(self.files, self.file_columns, strict=True) if col not in cols]
+                if absent:
+                    raise InvalidParameterError(
+                        f"{self.what}: column {col!r} is missing from {len(absent)} of {len(self.files)} files: "
+                        f"{list_preview(absent)}"
+                    )
+
+    def __repr__(self) -> str:
+        src = f"files={len(self.files)}" if self.files else f"native={type(self.native).__name__}"
+        return f"Table(backend={self.backend!r}, {src})"
+
+
+# --------------------------------------------------------------------------- files
+def _is_pathlike(data: Any) -> bool:
+    return isinstance(data, (str, os.PathLike))
+
+
+def _expand(data: Any, what: str) -> list[Path]:
+    items = [data] if _is_pathlike(data) else list(data)
+    if not items:
+        raise InvalidParameterError(f"{what}: the list of files is empty")
+    out: list[Path] = []
+    for item in items:
+        if not _is_pathlike(item):
+            raise InvalidTypeError(f"{what}: a list of inputs must hold file paths or globs, got {type(item).__name__}")
+        text = os.path.expanduser(os.fspath(item))
+        if glob.has_magic(text):
+            hits = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+            if not hits:
+                raise DataUnavailableError(f"{what}: no file matches {text!r}")
+            out.extend(Path(p) for p in hits)
+        else:
+            p = Path(text)
+            if p.is_dir():
+                raise InvalidParameterError(
+                    f"{what}: {p} is a directory; pass a glob such as '{p / '*.parquet'}'"
+                )
+            if not p.is_file():
+                raise DataUnavailableError(f"{what}: file not found: {p}")
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def _format(path: Path, what: str) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in _COMPRESSED:
+        suffixes.pop()
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix in SUFFIXES_PARQUET:
+        return "parquet"
+    if suffix in SUFFIXES_CSV or suffix == "":
+        return "csv"
+    raise InvalidParameterError(
+        f"{what}: unsupported file type {suffix!r} for {path}; expected CSV ({', '.join(SUFFIXES_CSV)}) "
+        f"or Parquet ({', '.join(SUFFIXES_PARQUET)})"
+    )
+
+
+def _duckdb_encoding(encoding: str | None, what: str) -> str | None:
+    if encoding is None:
+        return None
+    if not isinstance(encoding, str):
+        raise InvalidTypeError(f"encoding: expected a string such as 'latin-1', got {type(encoding).__name__}")
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise InvalidParameterError(f"encoding: unknown encoding {encoding!r}") from None
+    if name not in _DUCKDB_ENCODINGS:
+        raise InvalidParameterError(
+            f"encoding: {encoding!r} is not supported for lazy CSV scans; use one of utf-8, utf-16, latin-1 "
+            "(or read the file with pandas and pass the DataFrame)"
+        )
+    return _DUCKDB_ENCODINGS[name]
+
+
+def quote_ident(name: str) -> str:
+    """A DuckDB identifier in double quotes (embedded quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _open_files(
+    paths: list[Path],
+    *,
+    what: str,
+    sep: str | None,
+    encoding: str | None,
+    strip: bool,
+    duckdb_config: dict[str, Any] | None,
+) -> Table:
+    import duckdb
+
+    formats = {p: _format(p, what) for p in paths}
+    kinds = set(formats.values())
+    if len(kinds) > 1:
+        raise InvalidParameterError(f"{what}: cannot mix CSV and Parquet files in one table")
+    kind = kinds.pop()
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1):
+        raise InvalidParameterError(f"sep: expected a single character such as ';', got {sep!r}")
+    enc = _duckdb_encoding(encoding, what)
+    if kind == "parquet" and (sep is not None or enc is not None):
+        raise InvalidParameterError(f"sep, encoding: only apply to CSV files, but {what} is Parquet")
+    config = {"preserve_insertion_order": True, **(duckdb_config or {})}
+    with engine_errors(what, "duckdb"):
+        con = duckdb.connect(":memory:", config=config)
+        con.execute("SET enable_progress_bar = false")
+
+    delim = sep if sep is not None else ("\t" if all(p.suffix.lower() == ".tsv" for p in paths) else None)
+
+    def read(files: list[str]) -> Any:
+        many = len(files) > 1
+        if kind == "parquet":
+            return con.read_parquet(files if many else files[0], union_by_name=many)
+        # SQL with parameters: the Python read_csv wrapper of some DuckDB versions ignores `encoding`.
+        params: dict[str, Any] = {"files": files, "union": many}
+        opts = ["header = true", "union_by_name = $union"]
+        if delim is not None:
+            opts.append("sep = $sep")
+            params["sep"] = delim
+        if enc is not None:
+            opts.append("encoding = $enc")
+            params["enc"] = enc
+        return con.sql(f"SELECT * FROM read_csv($files, {', '.join(opts)})", params=params)
+
+    file_columns: list[tuple[str, ...]] = []
+    for p in paths:
+        with engine_errors(f"{what} ({p.name})", "duckdb"):
+            file_columns.append(tuple(read([str(p)]).columns))
+    for p, cols in zip(paths, file_columns, strict=True):
+        dupes = sorted({c for c in cols if cols.count(c) > 1})
+        if dupes:
+            raise InvalidParameterError(f"{what}: {p.name} has repeated column names {list_preview(dupes)}")
+    with engine_errors(what, "duckdb"):
+        rel = read([str(p) for p in paths])
+        if kind == "csv" and strip:
+            # Mirror pandas' skipinitialspace (as in distpriv.release.data.load_table): strip spaces after the
+            # delimiter from text cells; DuckDB already trims headers and numbers.
+            exprs = [
+                f"ltrim({quote_ident(c)}, ' ') AS {quote_ident(c)}" if str(t) == "VARCHAR" else quote_ident(c)
+                for c, t in zip(rel.columns, rel.types, strict=True)
+            ]
+            rel = rel.project(", ".join(exprs))
+        frame = nw.from_native(rel)
+    return Table(frame, "duckdb", rel, tuple(paths), tuple(file_columns), con, what)
+
+
+# --------------------------------------------------------------------------- frames
+def _wrap_frame(data: Any, what: str) -> Table:
+    with warnings.catch_warnings():
+        # narwhals announces that Dask support moves to a plugin package; the built-in support still works.
+        warnings.filterwarnings("ignore", message=".*narwhals-dask.*", category=FutureWarning)
+        warnings.filterwarnings("ignore", message="Dask support is moving.*", category=FutureWarning)
+        try:
+            frame = nw.from_native(data)
+        except nw.exceptions.DuplicateError:
+            cols = [str(c) for c in data.columns]
+            dupes = sorted({c for c in cols if cols.count(c) > 1})
+            raise InvalidParameterError(f"{what}: repeated column names {list_preview(dupes)}") from None
+        except TypeError:
+            raise InvalidTypeError(
+                f"{what}: unsupported input type {type(data).__module__}.{type(data).__name__}; expected "
+                f"{SUPPORTED_INPUTS}"
+            ) from None
+    backend = _IMPLEMENTATIONS.get(frame.implementation)
+    if backend is None:
+        raise InvalidTypeError(
+            f"{what}: unsupported frame type {type(data).__name__} ({frame.implementation.value}); expected "
+            f"{SUPPORTED_INPUTS}"
+        )
+    if isinstance(frame, nw.DataFrame):
+        with engine_errors(what, backend):
+            lazy = frame.lazy()
+    else:
+        lazy = frame
+        if backend == "polars":
+            backend = "polars-lazy"
+    native = nw.to_native(frame) if isinstance(data, (nw.DataFrame, nw.LazyFrame)) else data
+    return Table(lazy, backend, native, what=what)
+
+
+def open_table(
+    data: Any,
+    *,
+    what: str = "data",
+    sep: str | None = None,
+    encoding: str | None = None,
+    strip: bool = True,
+    duckdb_config: dict[str, Any] | None = None,
+) -> Table:
+    """A :class:`Table` over ``data`` (see the module docstring for what is accepted).
+
+    Parameters
+    ----------
+    data:
+        File path, glob or list of them; or a supported frame; or a :class:`Table` (returned as is).
+    what:
+        Name of the argument in error messages.
+    sep, encoding:
+        CSV options (single-character delimiter; utf-8, utf-16 or latin-1). ``.tsv`` files default to tabs.
+    strip:
+        Strip spaces after the delimiter in CSV text cells (pandas' ``skipinitialspace``, as the
+        release's CSV reader does).
+    duckdb_config:
+        Extra DuckDB settings for file inputs (e.g. ``{"memory_limit": "500MB", "threads": 2}``).
+
+    Raises
+    ------
+    DataUnavailableError
+        A file does not exist or a glob matches nothing.
+    InvalidParameterError
+        Mixed or unknown file types, bad CSV options, repeated column names.
+    InvalidTypeError
+        An unsupported object (the message names the supported ones).
+    EngineError
+        The engine cannot read a file.
+    """
+    if isinstance(data, Table):
+        if sep is not None or encoding is not None or duckdb_config is not None:
+            raise InvalidParameterError("sep, encoding, duckdb_config: apply when a table is opened, not to a Table")
+        return data
+    if not isinstance(what, str) or not what:
+        raise InvalidTypeError(f"what: expected a non-empty string, got {what!r}")
+    if not isinstance(strip, bool):
+        raise InvalidTypeError(f"strip: expected True or False, got {strip!r}")
+    if _is_pathlike(data) or (isinstance(data, (list, tuple)) and data and all(map(_is_pathlike, data))):
+        paths = _expand(data, what)
+        return _open_files(paths, what=what, sep=sep, encoding=encoding, strip=strip, duckdb_config=duckdb_config)
+    if isinstance(data, (list, tuple)):
+        raise InvalidTypeError(f"{what}: a list of inputs must hold file paths or globs; expected {SUPPORTED_INPUTS}")
+    if sep is not None or encoding is not None:
+        raise InvalidParameterError("sep, encoding: only apply to CSV file inputs, not to frames")
+    return _wrap_frame(data, what)
