@@ -105,7 +105,10 @@ def test_paper_dirm_guarantee_is_the_stronger_epsilon(tables, stats_):
     assert paper.laplace_scale == pytest.approx(stats_.l1)
     assert thm.laplace_scale == pytest.approx(stats_.l2)
     assert paper.guarantee.epsilon == pytest.approx(stats_.l2 / stats_.l1) and paper.guarantee.epsilon < 1.0
-    assert paper.guarantee.delta == 0.0
+    # the Adult Gaussian fit has covariances that differ across θ, so no pure ε exists for the directional
+    # Laplace noise: the claim carries the δ′ the exact accounting proves (never a silent 0)
+    assert 0.0 < paper.guarantee.delta < 1.0
+    assert any(n.startswith("accounting:") for n in paper.guarantee.notes)
     assert co.PAPER_DIRM_NOTE in paper.guarantee.notes
 
 
