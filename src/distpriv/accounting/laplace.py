@@ -249,8 +249,11 @@ class GaussLaplaceCoord:
 def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
                      rtol: float = 1e-3, target: float | None = None) -> tuple[float, float, GaussLaplaceCoord]:
     """Certified δ(ε) bracket of N(μ_p, s_p²) ⊛ Lap(b) against N(μ_q, s_q²) ⊛ Lap(b), refined to ``rtol``."""
-    coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b)
-    for _ in range(4):
+    # Every cell's bounds hold for any grid, so the grid starts coarse and is refined (κ/8 per step,
+    # down to κ ≈ 2e-6 either way) only while the bracket is wider than ``rtol`` or, in decision mode
+    # (``target``), while it does not decide δ <= target.
+    coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa=0.1 if target is not None else 1e-2)
+    for _ in range(6 if target is not None else 5):
         lo, up = coord.delta_bracket(epsilon)
         if up - lo <= rtol * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
@@ -258,13 +261,18 @@ def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
     return lo, up, coord
 
 
-def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4) -> tuple[float, float]:
+def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4,
+                    target: float | None = None) -> tuple[float, float]:
     """Certified bracket on the pure ε = sup_y |Σ_i ℓ_i(y_i)| of a product of 1-D pairs.
 
     sup of a separable sum is the sum of sups (and likewise for inf), so
-    ε = max(Σ sup ℓ_i, −Σ inf ℓ_i).
+    ε = max(Σ sup ℓ_i, −Σ inf ℓ_i). With ``target`` (decision mode) the grids start coarse and
+    are refined only until the bracket decides ε <= target (the bracket is certified at any
+    resolution, so the answer is exact; its ends are then less tight).
     """
-    for _ in range(4):
+    if target is not None:
+        coords = [c.refined(0.1) for c in coords]
+    for _ in range(6 if target is not None else 4):
         brs = [c.sup_bracket() for c in coords]
         sup_lo = sum(x[0] for x in brs)
         sup_up = sum(x[1] for x in brs)
@@ -272,7 +280,7 @@ def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4) -> t
         inf_up = sum(x[3] for x in brs)
         lower = max(sup_lo, -inf_up, 0.0)
         upper = max(sup_up, -inf_lo, 0.0)
-        if upper - lower <= rtol * max(upper, 1e-12):
+        if upper - lower <= rtol * max(upper, 1e-12) or (target is not None and (upper <= target or lower > target)):
             break
         coords = [c.refined(c.kappa / 8.0) for c in coords]
     return lower, upper

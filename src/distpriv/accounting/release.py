@@ -373,12 +373,13 @@ def proven_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
 
 
 def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, *,
-                 rtol: float = 1e-4) -> EpsilonBound:
+                 rtol: float = 1e-4, target: float | None = None) -> EpsilonBound:
     """Pure ε = sup |L| of a Laplace release over Ψ (certified), ``inf`` where no pure ε exists or is computable.
 
     Exact for translations and for products (covariances diagonal in the noise basis with
     identical laws on the un-noised directions); otherwise ``inf`` with method ``COUPLING``
-    (only (ε, δ) claims are proven there).
+    (only (ε, δ) claims are proven there). With ``target`` (decision mode) brackets are refined
+    only until they decide pure ε <= target: the decision is exact, the bracket less tight.
     """
     if noise.kind != "laplace":
         return EpsilonBound(math.inf, math.inf, 0.0, "Gaussian noise has no pure ε")
@@ -396,7 +397,7 @@ def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
             _, status = _gauss_coords(st.gauss, False)
             if status != "identical":
                 return EpsilonBound(math.inf, math.inf, 0.0, "un-noised directions differ: no pure ε", (a, b))
-            e_lo, e_up = lap.gl_pure_epsilon(list(st.gl), rtol=rtol)
+            e_lo, e_up = lap.gl_pure_epsilon(list(st.gl), rtol=rtol, target=target)
             method = CELLS
         else:
             return EpsilonBound(math.inf, 0.0, 0.0, COUPLING + " (no pure ε is proven off products)", (a, b))

@@ -143,7 +143,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
     gap = covariance_gap(g, inp.pairs)
     notes = list(mech.guarantee.notes)
     details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0}
-    pe = pure_epsilon(g, inp.pairs, noise)
+    pe = pure_epsilon(g, inp.pairs, noise, target=eps * (1 + SLACK))
     claimed_delta = 0.0
     assumptions = [GAUSSIAN, MODEL_IS_TRUTH]
     if gap <= 1e-12:
@@ -175,7 +175,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
         if tp is not None:
             _set_laplace(mech, tp.noise)
             details.update(topup_factor=tp.factor, pure_epsilon=tp.after.details.get("pure_epsilon"))
-            notes.append(f"top-up: the paper's scale gives pure ε = {pe.epsilon_upper:.6g} > {eps:g} under the model "
+            notes.append(f"top-up: the paper's scale gives pure ε = {tp.before.details.get('pure_epsilon', pe.epsilon_upper):.6g} > {eps:g} under the model "
                          f"(unequal covariances); Laplace scale multiplied by {tp.factor:.6g} (post-processing), "
                          f"now pure ε <= {tp.after.details.get('pure_epsilon', eps):.6g}")
             notes.append(f"accounting: {pure_epsilon(g, inp.pairs, tp.noise).describe()}")
