@@ -19,7 +19,7 @@ import typer
 
 from . import distances
 from .errors import ClassicCalibrationWarning
-from .experiments._common import check_format, dumps, prepare_out
+from .formatting import check_format, dumps, prepare_out
 from .mechanisms import LABELS, calibrate
 from .models import GaussianModel
 

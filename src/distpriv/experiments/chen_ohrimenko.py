@@ -55,8 +55,8 @@ from ..attacks import (
     sample_attack_data,
 )
 from ..errors import ClassicCalibrationWarning, InvalidParameterError
+from ..formatting import check_flag, check_format, dumps, markdown_table, prepare_out, progress
 from ..models import pair_stats
-from ._common import check_flag, check_format, dumps, markdown_table, prepare_out, progress
 
 STUDY = "chen-ohrimenko"
 N_RECORDS = 100

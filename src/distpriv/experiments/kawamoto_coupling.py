@@ -31,7 +31,14 @@ from .. import local
 from .._validation import check_int
 from ..datasets.checkins import CheckinData, synthetic_checkins
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
+from ..formatting import (
+    check_format,
+    dumps,
+    markdown_table,
+    parse_positive_list,
+    prepare_out,
+    progress,
+)
 from .kawamoto_tupling import Setting
 
 STUDY = "kawamoto-coupling"

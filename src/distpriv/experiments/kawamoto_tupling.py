@@ -38,7 +38,14 @@ from ..datasets.checkins import (
     synthetic_checkins,
 )
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
+from ..formatting import (
+    check_format,
+    dumps,
+    markdown_table,
+    parse_positive_list,
+    prepare_out,
+    progress,
+)
 
 STUDY = "kawamoto-tupling"
 

@@ -55,7 +55,7 @@ from ..attribute.markov_quilt import ColumnSensitivity, apmqm, quilt_for
 from ..attribute.pufferfish import Interval, PufferfishFramework, dataset_attribute_privacy
 from ..calibration import check_calibration
 from ..errors import ClassicCalibrationWarning
-from ._common import check_flag, check_format, dumps, markdown_table, prepare_out, progress
+from ..formatting import check_flag, check_format, dumps, markdown_table, prepare_out, progress
 
 #: Values printed in the paper (Section 4.2 "Experiments", Example 1). Reference only.
 PAPER: dict[str, Any] = {

@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
-        from ..experiments._common import check_format, dumps
+        from ..formatting import check_format, dumps
         from ..report import render_markdown
         from .core import prepare, release
         from .spec import build_spec
@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
         confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the ε lower bound."),
     ) -> None:
         """Attack the mechanism a release would use, report an empirical lower bound on ε, check side channels."""
-        from ..experiments._common import check_format, dumps
+        from ..formatting import check_format, dumps
         from ..report import render_markdown, write_report
         from .core import prepare, select
         from .noise import plan_noise

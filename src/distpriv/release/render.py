@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import attacks, relaxed
 from ..errors import DistPrivError
-from ..experiments._common import markdown_table
+from ..formatting import markdown_table
 from ..models import EmpiricalModel
 from ..report import Figure, Section
 from .audit import AuditResult
