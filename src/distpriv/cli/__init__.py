@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from .errors import DistPrivError
+from ..errors import DistPrivError
 
 app = typer.Typer(
     name="distpriv",
@@ -31,7 +31,7 @@ _EXPERIMENT_MODULES = (
     "distpriv.experiments.kawamoto_coupling",
 )
 # Modules exposing ``register(app)`` adding top-level commands (release, audit, demo).
-_COMMAND_MODULES = ("distpriv.demo", "distpriv.release")
+_COMMAND_MODULES = ("distpriv.demo", "distpriv.cli.release")
 
 
 def _register() -> None:
