@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import typer
 
 from .. import local
 from .._validation import check_int
@@ -39,10 +38,8 @@ from ..datasets.checkins import (
 )
 from ..errors import InvalidParameterError
 from ..formatting import (
-    check_format,
     dumps,
     markdown_table,
-    parse_positive_list,
     prepare_out,
     progress,
 )
@@ -414,28 +411,3 @@ def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
         + f"\nPaper columns: {PAPER_TABLE2['source']} — computed on different (real) data.\n"
     )
     return "\n".join(parts)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``reproduce kawamoto-tupling`` to the CLI."""
-
-    @app.command("kawamoto-tupling")
-    def kawamoto_tupling_cmd(
-        fmt: str = typer.Option("md", "--format", help="json or md"),
-        out: str | None = typer.Option(None, "--out", help="directory for PNG figures and JSON"),
-        seed: int = typer.Option(0, "--seed", help="seed of the synthetic check-ins and the attacker"),
-        users: int = typer.Option(2000, "--users", help="number of synthetic users"),
-        quick: bool = typer.Option(False, "--quick", help="small sweeps (seconds)"),
-        k_values: str | None = typer.Option(None, "--k", help="comma-separated k values for Fig. 2a"),
-        eps_a: str | None = typer.Option(None, "--eps-a", help="comma-separated ε_A values (Fig. 2b/2d/5)"),
-        radii: str | None = typer.Option(None, "--radii", help="comma-separated radii r for Fig. 2c"),
-    ) -> None:
-        """Tupling mechanism: Fig. 2, Fig. 4, Fig. 5 and Table 2 on the built-in check-ins."""
-        check_format(fmt)
-        kv = parse_positive_list(k_values, "--k")
-        if kv is not None and any(v != int(v) or v < 1 for v in kv):
-            raise InvalidParameterError(f"--k: expected integers >= 1, got {k_values!r}")
-        res = run(seed=seed, n_users=users, quick=quick, out=out,
-                  k_values=None if kv is None else tuple(int(v) for v in kv),
-                  eps_a_values=parse_positive_list(eps_a, "--eps-a"), radii=parse_positive_list(radii, "--radii"))
-        typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
