@@ -39,7 +39,7 @@ from ..formatting import (
 from .kawamoto_tupling import Setting
 
 STUDY = "kawamoto-coupling"
-PAPER_FIG2 = {
+PAPER_FIG2: dict[str, Any] = {
     "source": "Kawamoto & Murakami, divergence paper, Fig. 2 and Example 2",
     "lambda": [0.2, 0.5, 0.3],
     "mu": [0.3, 0.2, 0.5],

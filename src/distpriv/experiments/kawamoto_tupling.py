@@ -23,6 +23,7 @@ not the Theorem 3 bound, which Table 2 compares.
 from __future__ import annotations
 
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from ..formatting import (
 STUDY = "kawamoto-tupling"
 
 # Table 2 of the paper (Foursquare, Manhattan, male/female; k = 10, ε_A = 10, r = 0.020)
-PAPER_TABLE2 = {
+PAPER_TABLE2: dict[str, Any] = {
     "source": "Kawamoto & Murakami, tupling paper, Appendix A.4, Table 2 (Foursquare Manhattan, male/female)",
     "theoretical": {"delta=0.001": 2.170, "delta=0.01": 1.625, "delta=0.1": 1.140, "KL": 1.678},
     "empirical": {"delta=0.001": 0.04450, "delta=0.01": 0.03534, "delta=0.1": 0.02295, "KL": 0.01141},
@@ -203,7 +204,7 @@ def run(
     total = (len(sw["k_values"]) + len(sw["eps_a_values"]) + len(sw["radii"]) + len(sw["asr_eps_a"])
              + 2 * len(sw["eps_a_values"]) + 4)
     with progress("kawamoto-tupling", total, enabled=show_progress) as adv:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for k in sw["k_values"]:
             t = st.tupling(100.0, 0.02, int(k))
             rows.append({"k": int(k), "epsilon": t.distp_epsilon(l0, l1, DELTA)})
@@ -325,7 +326,7 @@ def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
         ("fig2c", "r", "radius r of the RL mechanism", f"(c) ε vs r (k = {f2c['k']}, ε_A = {f2c['eps_a']:g})"),
     )
     for ax, (key, col, xlabel, title) in zip(axes[:3], specs, strict=False):
-        rows = sorted(res[key]["rows"], key=lambda r, c=col: r[c])
+        rows = sorted(res[key]["rows"], key=itemgetter(col))
         ax.plot([r[col] for r in rows], [r["epsilon"] for r in rows], "o-", label="exact ε, male/female")
         ax.set(xlabel=xlabel, ylabel=f"ε of (ε, {res['delta']:g})-DistP", title=title)
         if key == "fig2b":

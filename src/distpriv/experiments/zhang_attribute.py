@@ -52,7 +52,7 @@ from ..attribute.gaussian import apgm_box, exact_delta_box
 from ..attribute.markov_quilt import ColumnSensitivity, apmqm, quilt_for
 from ..attribute.pufferfish import Interval, PufferfishFramework, dataset_attribute_privacy
 from ..calibration import check_calibration
-from ..errors import ClassicCalibrationWarning
+from ..errors import ClassicCalibrationWarning, InvalidParameterError
 from ..formatting import check_flag, dumps, markdown_table, prepare_out, progress
 
 #: Values printed in the paper (Section 4.2 "Experiments", Example 1). Reference only.
@@ -236,6 +236,13 @@ def _hospital(seed_seq: np.random.SeedSequence, runs: int, epsilon: float, delta
                                       "averages": {s: float(df[s].mean()) for s in STATISTICS}}, "notes": notes}
 
 
+def _discrete(values: Interval | tuple[Any, ...]) -> tuple[Any, ...]:
+    """The value set of a lattice secret (max-influence enumerates values; an interval has none to list)."""
+    if isinstance(values, Interval):
+        raise InvalidParameterError(f"max influence needs secrets on discrete values, got the interval {values}")
+    return values
+
+
 def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict[str, Any]:
     data_ss, noise_ss = seed_seq.spawn(2)
     n = 200
@@ -245,7 +252,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
     graph = nets[0].graph
     paper_q = quilt_for(graph, "income", PAPER_QUILT)
     e_paper = max_influence(nets, paper_q.quilt, "income",
-                            [(p.first.values, p.second.values) for p in fw.pairs_for("income")]).value
+                            [(_discrete(p.first.values), _discrete(p.second.values)) for p in fw.pairs_for("income")]).value
     queries = [
         ("height>66", ("height",), (df["height"] > 66).to_numpy()),
         ("height>66 & sat>1300", ("height", "sat"), ((df["height"] > 66) & (df["sat"] > 1300)).to_numpy()),
