@@ -27,6 +27,7 @@ demo: $(STAMP)
 
 test: $(TESTSTAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src/distpriv
 	$(BIN)/python -m pytest -n 2 tests
 
 # PySpark (~450 MB download, ~500 MB installed, a JVM per session) is kept out of `make test`;

@@ -10,6 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from distpriv.calibration import classic_c
+from distpriv.cli import zhang_attribute as cli_z
 from distpriv.experiments import zhang_attribute as z
 
 
@@ -58,7 +59,7 @@ def test_same_seed_same_result() -> None:
 
 def test_cli_json_and_md() -> None:
     app = typer.Typer()
-    z.register(app)
+    cli_z.register(app)
 
     @app.callback()
     def _main() -> None:

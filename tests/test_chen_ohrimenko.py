@@ -12,10 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from distpriv.cli import chen_ohrimenko as cli_co
 from distpriv.errors import DataUnavailableError, DistPrivError, InvalidParameterError
-
-pytest.importorskip("distpriv.property")
-co = pytest.importorskip("distpriv.experiments.chen_ohrimenko")
+from distpriv.experiments import chen_ohrimenko as co
 
 LABELS3 = ["ExpM (L)", "DirM (L)", "ExpM (G)", "EigM (G)", "DauM (G)", "GDP (L)", "GDP (G)"]
 
@@ -275,7 +274,7 @@ def runner_app():
     root = typer.Typer()
     reproduce = typer.Typer()
     root.add_typer(reproduce, name="reproduce")
-    co.register(reproduce)
+    cli_co.register(reproduce)
     return CliRunner(), root
 
 

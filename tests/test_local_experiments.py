@@ -9,6 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from distpriv.cli import kawamoto_coupling as cli_coupling
+from distpriv.cli import kawamoto_tupling as cli_tupling
 from distpriv.datasets.checkins import synthetic_checkins
 from distpriv.errors import InvalidParameterError
 from distpriv.experiments import kawamoto_coupling, kawamoto_tupling
@@ -80,8 +82,8 @@ def test_coupling_report(small_data, tmp_path: Path) -> None:
 
 def test_cli_commands(monkeypatch) -> None:
     app = typer.Typer()
-    kawamoto_tupling.register(app)
-    kawamoto_coupling.register(app)
+    cli_tupling.register(app)
+    cli_coupling.register(app)
     runner = CliRunner()
     res = runner.invoke(app, ["kawamoto-coupling", "--format", "json", "--sizes", "100", "--repeats", "1",
                               "--users", "300"])

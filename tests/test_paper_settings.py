@@ -18,11 +18,12 @@ import typer
 from typer.testing import CliRunner
 
 from distpriv.calibration import classic_c
+from distpriv.cli import chen_ohrimenko as cli_co
+from distpriv.cli import zhang_attribute as cli_z
 from distpriv.errors import DataUnavailableError, DistPrivError
+from distpriv.experiments import chen_ohrimenko as co
 from distpriv.experiments import zhang_attribute as z
 from distpriv.models import pair_stats
-
-co = pytest.importorskip("distpriv.experiments.chen_ohrimenko")
 
 REPS = 50  # the paper's repetitions (Section 6.2)
 PAPER_REPS = 50
@@ -140,7 +141,7 @@ def test_cli_table3_paper_settings_json(tables):
     root = typer.Typer()
     reproduce = typer.Typer()
     root.add_typer(reproduce, name="reproduce")
-    co.register(reproduce)
+    cli_co.register(reproduce)
     res = CliRunner().invoke(root, ["reproduce", "chen-ohrimenko", "--table", "3", "--paper-settings",
                                     "--format", "json", "--reps", "2"])
     assert res.exit_code == 0, res.output
@@ -244,7 +245,7 @@ def test_hospital_differences_explain_each_number(hospital):
 
 def test_zhang_cli_paper_settings_and_report(tmp_path):
     app = typer.Typer()
-    z.register(app)
+    cli_z.register(app)
 
     @app.callback()
     def _main() -> None:

@@ -78,7 +78,7 @@ def test_readme_section_is_generated_from_every_command():
 
 @pytest.fixture(scope="module")
 def small_outputs(tmp_path_factory):
-    co = pytest.importorskip("distpriv.experiments.chen_ohrimenko")
+    from distpriv.experiments import chen_ohrimenko as co
     try:
         co.get_context(0, model_samples=300)
     except DataUnavailableError as exc:  # pragma: no cover - depends on the machine

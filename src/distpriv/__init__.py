@@ -4,47 +4,100 @@ Implements Chen & Ohrimenko (distribution privacy), Zhang, Ohrimenko & Cummings
 (attribute privacy) and Kawamoto & Murakami (local and divergence distribution
 privacy). See ``distpriv.calibrate`` for the central mechanisms and
 ``distpriv.local`` for finite-domain obfuscation.
+
+Every name is imported on first use (PEP 562), so ``import distpriv`` and the
+``distpriv`` command line stay fast; ``import distpriv as dp; dp.calibrate(...)``
+and ``from distpriv import GaussianModel`` work as usual.
 """
 
 from __future__ import annotations
 
-from . import calibration, distances
-from .auditing import AuditReport, audit
-from .errors import (
-    AssumptionError,
-    AssumptionWarning,
-    ClassicCalibrationWarning,
-    DataUnavailableError,
-    DistPrivError,
-    InvalidParameterError,
-    InvalidTypeError,
-    UnknownLabelError,
-)
-from .guarantees import Guarantee, compose
-from .mechanisms import MECHANISMS, Mechanism, calibrate
-from .models import (
-    EmpiricalModel,
-    GaussianModel,
-    QueryModel,
-    normalize_pairs,
-    pair_stats,
-    pairs_from_grid,
-)
-from .property import PropertyModel
-from .queries import ADULT_QUERY, Predicate, Query, Statistic
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_LAZY = ("accounting", "attacks", "attribute", "datasets", "divergences", "local", "relaxed")
+# public name -> sub-module holding it
+_ATTRIBUTES: dict[str, str] = {
+    "AuditReport": "auditing",
+    "audit": "auditing",
+    "AssumptionError": "errors",
+    "AssumptionWarning": "errors",
+    "ClassicCalibrationWarning": "errors",
+    "DataUnavailableError": "errors",
+    "DistPrivError": "errors",
+    "InvalidParameterError": "errors",
+    "InvalidTypeError": "errors",
+    "UnknownLabelError": "errors",
+    "Guarantee": "guarantees",
+    "compose": "guarantees",
+    "MECHANISMS": "mechanisms",
+    "Mechanism": "mechanisms",
+    "calibrate": "mechanisms",
+    "EmpiricalModel": "models",
+    "GaussianModel": "models",
+    "QueryModel": "models",
+    "normalize_pairs": "models",
+    "pair_stats": "models",
+    "pairs_from_grid": "models",
+    "PropertyModel": "property",
+    "ADULT_QUERY": "queries",
+    "Predicate": "queries",
+    "Query": "queries",
+    "Statistic": "queries",
+}
+_SUBMODULES = ("accounting", "attacks", "attribute", "calibration", "datasets", "distances", "divergences",
+               "local", "relaxed")
+
+if TYPE_CHECKING:
+    from . import accounting as accounting
+    from . import attacks as attacks
+    from . import attribute as attribute
+    from . import calibration as calibration
+    from . import datasets as datasets
+    from . import distances as distances
+    from . import divergences as divergences
+    from . import local as local
+    from . import relaxed as relaxed
+    from .auditing import AuditReport, audit
+    from .errors import (
+        AssumptionError,
+        AssumptionWarning,
+        ClassicCalibrationWarning,
+        DataUnavailableError,
+        DistPrivError,
+        InvalidParameterError,
+        InvalidTypeError,
+        UnknownLabelError,
+    )
+    from .guarantees import Guarantee, compose
+    from .mechanisms import MECHANISMS, Mechanism, calibrate
+    from .models import (
+        EmpiricalModel,
+        GaussianModel,
+        QueryModel,
+        normalize_pairs,
+        pair_stats,
+        pairs_from_grid,
+    )
+    from .property import PropertyModel
+    from .queries import ADULT_QUERY, Predicate, Query, Statistic
 
 
-def __getattr__(name: str):
-    """Import the heavier sub-packages (``dp.local``, ``dp.attribute``, ...) on first use."""
-    if name in _LAZY:
-        import importlib
+def __getattr__(name: str) -> Any:
+    """Import a public name (``dp.calibrate``) or sub-package (``dp.local``) on first use."""
+    if name in _ATTRIBUTES:
+        value = getattr(importlib.import_module(f".{_ATTRIBUTES[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'distpriv' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'distpriv' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ATTRIBUTES, *_SUBMODULES})
 
 
 __all__ = [

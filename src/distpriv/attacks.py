@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -555,8 +555,8 @@ def _as_pair_params(
     else:
         if covariances is None:
             raise InvalidParameterError("covariances: required when means are given as arrays")
-        mu = check_array(means, "means", ndim=2)
-        cov_in = check_array(covariances, "covariances", ndim=(2, 3))
+        mu = check_array(cast(ArrayLike, means), "means", ndim=2)  # a sequence of (m,) means is array-like
+        cov_in = check_array(cast(ArrayLike, covariances), "covariances", ndim=(2, 3))
         cov = np.stack([cov_in, cov_in]) if cov_in.ndim == 2 else cov_in
     if mu.shape != (2, m) or cov.shape != (2, m, m):
         raise InvalidTypeError(f"means/covariances: expected shapes (2, {m}) and (2, {m}, {m}), got {mu.shape}, {cov.shape}")

@@ -738,9 +738,9 @@ def _local_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> _S
         with np.errstate(divide="ignore"):
             la0, la1 = np.log(a0), np.log(a1)
 
-        def score(y: NDArray[np.int64]) -> NDArray[np.float64]:
+        def score(t: NDArray[np.int64]) -> NDArray[np.float64]:
             with np.errstate(invalid="ignore"):
-                s = la1[y] - la0[y]
+                s = la1[t] - la0[t]
             return np.nan_to_num(s, nan=0.0, posinf=np.inf, neginf=-np.inf)
         note = "exact log-likelihood ratio ln A#(λ1)[y] − ln A#(λ0)[y]"
 
@@ -771,7 +771,7 @@ def _round_scores(s: NDArray[np.float64], digits: int = SCORE_DIGITS) -> NDArray
     return out
 
 
-def _tail_rates(sorted_scores: NDArray[np.float64], t: NDArray[np.float64], tail: str) -> NDArray[np.float64]:
+def _tail_rates(sorted_scores: NDArray[np.float64], t: NDArray[np.float64], tail: str) -> NDArray[np.intp]:
     """Counts of scores >= t (``">="``) or <= t (``"<="``) for sorted scores."""
     n = len(sorted_scores)
     if tail == ">=":

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import FrameType
 from typing import Literal
 
 import numpy as np
@@ -70,7 +71,7 @@ def _external_stacklevel() -> int:
     import sys
 
     pkg = os.path.dirname(os.path.abspath(__file__))
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
         frame = frame.f_back
@@ -117,12 +118,12 @@ def gaussian_delta(distance: float | np.ndarray, epsilon: float | np.ndarray) ->
     special functions, so both paths agree to rounding).
     """
     if _is_scalar(distance) and _is_scalar(epsilon):
-        d, e = float(distance), float(epsilon)
-        if not (math.isfinite(d) and d >= 0):
+        ds, es = float(distance), float(epsilon)
+        if not (math.isfinite(ds) and ds >= 0):
             raise InvalidParameterError("distance: must be finite and >= 0")
-        if not (math.isfinite(e) and e >= 0):
+        if not (math.isfinite(es) and es >= 0):
             raise InvalidParameterError("epsilon: must be finite and >= 0")
-        return _delta_scalar(d, e)
+        return _delta_scalar(ds, es)
     d = np.asarray(distance, dtype=float)
     e = np.asarray(epsilon, dtype=float)
     if np.any(d < 0) or np.any(~np.isfinite(d)):

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import typer
 
 from . import distances
 from .errors import ClassicCalibrationWarning
-from .experiments._common import check_format, dumps, prepare_out
 from .mechanisms import LABELS, calibrate
 from .models import GaussianModel
 
@@ -69,7 +66,7 @@ def figure_1_example() -> dict[str, float]:
     }
 
 
-def _print_examples(ex: dict[str, Any], fig1: dict[str, float]) -> None:
+def print_examples(ex: dict[str, Any], fig1: dict[str, float]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -90,33 +87,3 @@ def _print_examples(ex: dict[str, Any], fig1: dict[str, float]) -> None:
     con.rule("[bold]Figure 1: ∞-Wasserstein vs (W, δ)-closeness")
     con.print(f"W∞(μ, ν) = {fig1['w_infinity']:g}   least W with (W, 0.1)-closeness = {fig1['closeness_radius_delta_0.1']:g}"
               f"   W1 = {fig1['wasserstein_1']:g}")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``demo`` command."""
-
-    @app.command("demo")
-    def demo(
-        out: Path = typer.Option(Path("demo-report"), "--out", help="Directory for the report and figures."),
-        seed: int = typer.Option(0, "--seed", help="Random seed."),
-        fmt: str = typer.Option("md", "--format", help="md (tables) or json."),
-        reps: int = typer.Option(20, "--reps", help="Attack repetitions in the Adult workflow."),
-        examples_only: bool = typer.Option(False, "--examples-only", help="Only the worked examples (no Adult data)."),
-    ) -> None:
-        """Walk through the papers' worked examples, then protect the income share of UCI Adult end to end."""
-        check_format(fmt)
-        ex = section_5_3_example()
-        fig1 = figure_1_example()
-        result: dict[str, Any] = {"section_5_3": ex, "figure_1": fig1}
-        if fmt == "md":
-            _print_examples(ex, fig1)
-        if not examples_only:
-            from .workflow import adult_workflow, print_workflow
-
-            outdir = prepare_out(out)
-            wf = adult_workflow(seed=seed, reps=reps, out=outdir, progress_bar=fmt == "md")
-            result["adult"] = wf
-            if fmt == "md":
-                print_workflow(wf)
-        if fmt == "json":
-            print(dumps(result))

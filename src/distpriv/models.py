@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,6 +20,8 @@ from ._validation import check_array, check_labels_present, check_positive, chec
 from .errors import InvalidParameterError, InvalidTypeError
 
 Label = Hashable
+# Label-keyed inputs are typed ``Mapping[Any, ...]``: ``Mapping`` is invariant in its key, so
+# ``Mapping[Hashable, ...]`` would reject a caller's ``dict[str, ...]`` or ``dict[float, ...]``.
 Pair = tuple[Label, Label]
 
 
@@ -50,7 +53,7 @@ class GaussianModel(QueryModel):
         θ label -> (m × m) positive semi-definite Σ_θ. The same labels as ``means``.
     """
 
-    def __init__(self, means: Mapping[Label, ArrayLike], covariances: Mapping[Label, ArrayLike]) -> None:
+    def __init__(self, means: Mapping[Any, ArrayLike], covariances: Mapping[Any, ArrayLike]) -> None:
         if not isinstance(means, Mapping) or not isinstance(covariances, Mapping):
             raise InvalidTypeError("means, covariances: expected dicts mapping θ labels to arrays")
         if not means:
@@ -97,7 +100,7 @@ class EmpiricalModel(QueryModel):
         (a 1-D array is read as m = 1).
     """
 
-    def __init__(self, samples: Mapping[Label, ArrayLike]) -> None:
+    def __init__(self, samples: Mapping[Any, ArrayLike]) -> None:
         if not isinstance(samples, Mapping) or not samples:
             raise InvalidTypeError("samples: expected a non-empty dict mapping θ labels to (N, m) arrays")
         self.labels = tuple(samples)

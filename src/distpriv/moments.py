@@ -32,7 +32,7 @@ pass over the table (:mod:`distpriv.data` computes them inside a query engine).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +135,7 @@ class GroupMoments:
         Two-pass centred scatter per group in numpy (the in-memory reference for
         the engine path of :func:`distpriv.data.summarize`).
         """
-        q = as_query(query)  # type: ignore[arg-type]
+        q = as_query(query)
         v = check_array(matrix, "matrix", ndim=2)
         mask = np.asarray(protected)
         if mask.dtype != bool or mask.shape != (v.shape[0],):
@@ -151,14 +151,14 @@ class GroupMoments:
                 sums[g] = rows.sum(axis=0)
                 centred = rows - rows.mean(axis=0)
                 scatter[g] = centred.T @ centred
-        return cls(q, counts, sums, scatter, predicate)
+        return cls(q, counts, sums, scatter, None if predicate is None else as_predicate(predicate))
 
     @classmethod
     def from_frame(
         cls, frame: pd.DataFrame, query: Query | Sequence[str], predicate: Predicate | str
     ) -> GroupMoments:
         """Aggregates of an in-memory pandas table: V from :meth:`Query.column_matrix`, P from the predicate."""
-        q = as_query(query)  # type: ignore[arg-type]
+        q = as_query(query)
         pred = as_predicate(predicate)
         return cls.from_rows(q.column_matrix(frame), pred.mask(frame), q, pred)
 
@@ -178,7 +178,7 @@ class GroupMoments:
         scatter = Σ w wᵀ − N ā_w ā_wᵀ and Σ v = Σ w + N c: the shift makes the
         subtraction well conditioned when c is near the group mean.
         """
-        q = as_query(query)  # type: ignore[arg-type]
+        q = as_query(query)
         n = np.asarray(counts, dtype=np.int64)
         s = check_array(sums, "sums", ndim=2)
         t = check_array(cross_products, "cross_products", ndim=3)
@@ -201,7 +201,7 @@ class GroupMoments:
             idx = np.flatnonzero(tiny)
             scatter[g][idx, :] = 0.0
             scatter[g][:, idx] = 0.0
-        return cls(q, n, out_sums, scatter, predicate)
+        return cls(q, n, out_sums, scatter, None if predicate is None else as_predicate(predicate))
 
     # ------------------------------------------------------------------ views
     @property
@@ -337,7 +337,7 @@ class GroupMoments:
         )
 
 
-def _labels(thetas: Iterable[float]) -> list[Hashable]:
+def _labels(thetas: Iterable[float]) -> list[float]:
     if isinstance(thetas, (str, bytes)) or not isinstance(thetas, Iterable):
         raise InvalidTypeError(f"thetas: expected a list of property shares, got {type(thetas).__name__}")
     labels = list(dict.fromkeys(thetas))

@@ -409,7 +409,7 @@ class Query:
         """s(n): 1/n for mean/proportion components, 1 for sum/count; shape (m,) (or broadcast with n)."""
         n_arr = np.asarray(n, dtype=float)
         if np.any(n_arr <= 0):
-            raise InvalidParameterError(f"n: dataset size must be > 0, got {n}")
+            raise InvalidParameterError(f"n: dataset size must be > 0, got {str(n)}")
         return np.where(self._scaled, 1.0 / n_arr[..., None], 1.0)
 
     def record_sensitivities(self, population: pd.DataFrame, n: int) -> NDArray[np.float64]:
@@ -427,6 +427,7 @@ class Query:
             if stat.kind in ("count", "proportion"):
                 out.append(1.0 if stat.kind == "count" else 1.0 / n)
             else:
+                assert stat.column is not None  # mean/sum statistics always name a column
                 col = _check_column(df, stat.column, "statistic").to_numpy(dtype=float)
                 span = float(np.nanmax(col) - np.nanmin(col))
                 out.append(span / n if stat.kind == "mean" else span)

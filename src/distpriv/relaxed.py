@@ -505,7 +505,7 @@ def diagnose(
     lm = eps / 4.0 if lam is None else check_positive(lam, "lam")
     seed = as_rng(rng)
 
-    pair_rows = []
+    pair_rows: list[dict[str, Any]] = []  # JSON-friendly rows: "pair" is a label tuple, the rest floats
     for a, b in ps:
         mu_diff = float(np.abs(model.mean(a) - model.mean(b)).sum())
         xa, xb = model.samples(a), model.samples(b)

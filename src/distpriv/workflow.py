@@ -49,7 +49,7 @@ def adult_workflow(
     progress_bar: bool = True,
 ) -> dict[str, Any]:
     """Run the whole Adult workflow; returns a JSON-friendly dict (and writes a report to ``out``)."""
-    from .experiments._common import progress
+    from .formatting import progress
 
     rng = as_rng(seed)
     df = load_adult()
@@ -127,7 +127,7 @@ def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .experiments._common import markdown_table
+    from .formatting import markdown_table
     from .report import Figure, Section, write_report
 
     rows = result["rows"]

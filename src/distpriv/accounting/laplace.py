@@ -243,7 +243,8 @@ class GaussLaplaceCoord:
         kl = np.floor(c["lmin"] / h).astype(np.int64) - k_lo
         keep = kl >= 0
         lower = np.bincount(np.minimum(kl[keep], size - 1), weights=c["mass_lo"][keep], minlength=size)
-        return pld.Discretised(upper=upper, inf_mass=inf, lower=lower, rel_err=1e-12)
+        return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf,
+                               lower=lower.astype(np.float64, copy=False), rel_err=1e-12)
 
 
 def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,

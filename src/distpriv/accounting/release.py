@@ -231,6 +231,7 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     (:func:`distpriv.accounting.laplace.conditional_shift`). Returns (bound, ε₁ used, method).
     """
     assert noise.basis is not None and noise.scales is not None
+    scales = noise.scales
     mean, cov = lap.conditional_shift(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis)
     comp = lap.complete_basis(noise.basis)
     red = None
@@ -246,7 +247,7 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     def total(e1: float) -> float:
         if e1 not in cache:
             d1 = gauss.profile_from_reduction(red, e1, rtol=5e-2, atol=1e-6).delta_upper
-            cache[e1] = min(1.0, d1 + lap.coupling_delta_bound(mean, cov, noise.scales, epsilon - e1)) if d1 < 1 else 1.0
+            cache[e1] = min(1.0, d1 + lap.coupling_delta_bound(mean, cov, scales, epsilon - e1)) if d1 < 1 else 1.0
         return cache[e1]
 
     grid = [epsilon * f for f in (0.0, 0.2, 0.4, 0.6, 0.8, 0.95)]

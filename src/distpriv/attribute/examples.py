@@ -30,8 +30,8 @@ gender → weight, height → weight), with Θ holding two such networks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Hashable, Mapping
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -188,11 +188,11 @@ def generate_school(n: int = 200, rng: RngLike = None, network: ParameterNetwork
     net = network if network is not None else school_networks()[0]
     phi = net.sample(g)
     df = pd.DataFrame({
-        "income": g.lognormal(np.log(float(phi["income"])), 0.4, k),
-        "gender": (g.random(k) < float(phi["gender"])).astype(int),
-        "sat": np.clip(np.round(float(phi["sat"]) + 150.0 * g.standard_normal(k)), 400, 1600),
-        "height": float(phi["height"]) + 3.0 * g.standard_normal(k),
-        "weight": float(phi["weight"]) + 15.0 * g.standard_normal(k),
+        "income": g.lognormal(np.log(_num(phi["income"])), 0.4, k),
+        "gender": (g.random(k) < _num(phi["gender"])).astype(int),
+        "sat": np.clip(np.round(_num(phi["sat"]) + 150.0 * g.standard_normal(k)), 400, 1600),
+        "height": _num(phi["height"]) + 3.0 * g.standard_normal(k),
+        "weight": _num(phi["weight"]) + 15.0 * g.standard_normal(k),
     })
     return phi, df
 
@@ -212,3 +212,8 @@ __all__ = [
     "school_framework",
     "school_networks",
 ]
+
+
+def _num(value: Hashable) -> float:
+    """A numeric parameter value φ_i of a school network (the networks' values are numbers)."""
+    return float(cast(float, value))

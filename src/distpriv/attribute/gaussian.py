@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -131,7 +131,7 @@ class AttributeGaussianMechanism(Mechanism):
 
 def _make(dim: int, cov: NDArray[np.float64], guarantee: Guarantee, details: dict[str, Any]) -> AttributeGaussianMechanism:
     noisy = bool(np.any(np.linalg.eigvalsh(cov) > 0)) if dim else False
-    kind = "gaussian" if noisy else "none"
+    kind: Literal["gaussian", "none"] = "gaussian" if noisy else "none"
     return AttributeGaussianMechanism(
         "apgm", "APGM", dim, kind, guarantee, covariance=cov if noisy else None, details=details
     )

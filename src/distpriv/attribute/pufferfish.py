@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,6 +43,7 @@ from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 from ..models import GaussianModel, normalize_pairs
 
 SecretKind = Literal["dataset", "distributional"]
+SecretLabel = tuple[Hashable, str, float]  # (θ, attribute, value) label of f_θ in the converted model
 KINDS: tuple[str, ...] = ("dataset", "distributional")
 
 
@@ -432,7 +433,7 @@ Moments = Callable[[Hashable, str, float], tuple[ArrayLike, ArrayLike] | None]
 def to_distribution_privacy(
     framework: PufferfishFramework,
     moments: Moments | Mapping[tuple[Hashable, str, float], tuple[ArrayLike, ArrayLike]],
-) -> tuple[GaussianModel, tuple[tuple[Hashable, Hashable], ...]]:
+) -> tuple[GaussianModel, tuple[tuple[SecretLabel, SecretLabel], ...]]:
     """Pufferfish ⇒ distribution privacy (Chen & Ohrimenko Thm 3.1, second direction).
 
     Θ' = {θ_s : θ ∈ Θ, P(s | θ) ≠ 0}, Ψ = {(θ_{s_a}, θ_{s_b}) : (s_a, s_b) ∈ Q, θ ∈ Θ}.
@@ -458,7 +459,7 @@ def to_distribution_privacy(
     pairs: list[tuple[Hashable, Hashable]] = []
     for theta in framework.thetas:
         for attr, a, b in framework.point_pairs():
-            ends = []
+            ends: list[SecretLabel | None] = []
             for v in (a, b):
                 lab = (theta, attr, v)
                 if lab not in means:
@@ -475,7 +476,9 @@ def to_distribution_privacy(
                 pairs.append((ends[0], ends[1]))
     if not pairs:
         raise InvalidParameterError("moments: no secret pair has positive probability under any θ")
-    return GaussianModel(means, covs), normalize_pairs(pairs, means.keys())
+    # normalize_pairs keeps the labels it is given: every label here is a (θ, attribute, value) triple
+    return GaussianModel(means, covs), cast(tuple[tuple[SecretLabel, SecretLabel], ...],
+                                            normalize_pairs(pairs, means.keys()))
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,7 @@ def summarize(
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     cap = check_int(max_products, "max_products", minimum=1)
     table = open_table(data, **open_options)
-    q = as_query(query)  # type: ignore[arg-type]
+    q = as_query(query)
     pred = as_predicate(protect)
     prep = prepare(table, q, pred)
     m, what = q.dim, table.what

@@ -173,7 +173,7 @@ def stratified_sample(
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     table = open_table(data, **open_options)
     check_names([KEY, _INDEX], table)
-    q = as_query(query)  # type: ignore[arg-type]
+    q = as_query(query)
     pred = as_predicate(protect)
     prep: Prepared = prepare(table, q, pred, frame=_with_key(table, s, used_columns(q, pred)), keep=[KEY])
     if summary is not None:

@@ -379,10 +379,11 @@ def load_adult(
                     df = _read_parquet(pq)
                     if df is not None and len(df) == ADULT_N_CLEAN:
                         return _finish(df, f"cache:{pq}", _OFFICIAL_KEY, cache)
-            directory = where()
-            if directory is None:
+            found = where()
+            if found is None:
                 tried.append(f"{label} (not installed)")
                 continue
+            directory = found
             try:
                 source = _read_dir(directory, label, verify)
             except _ChecksumError as exc:

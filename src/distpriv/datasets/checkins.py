@@ -182,7 +182,7 @@ def synthetic_checkins(
             "home_lat": home_lat,
         }
     )
-    meta = {
+    meta: dict[str, object] = {
         "n_users": nu,
         "checkins_per_user": mean_c,
         "n_hotspots": nh,
@@ -190,7 +190,7 @@ def synthetic_checkins(
         "home_rate": hr,
         "seed": rng if isinstance(rng, int) else None,
     }
-    return CheckinData(checkins, users, tuple(float(v) for v in bx), "synthetic", meta)
+    return CheckinData(checkins, users, (float(bx[0]), float(bx[1]), float(bx[2]), float(bx[3])), "synthetic", meta)
 
 
 def load_foursquare(
@@ -226,7 +226,7 @@ def load_foursquare(
         if bx.size != 4:
             raise InvalidParameterError("bbox: expected (lon0, lat0, lon1, lat1)")
         df = df[(df.lon >= bx[0]) & (df.lon < bx[2]) & (df.lat >= bx[1]) & (df.lat < bx[3])]
-        box = tuple(float(v) for v in bx)
+        box = (float(bx[0]), float(bx[1]), float(bx[2]), float(bx[3]))
     else:
         box = (float(df.lon.min()), float(df.lat.min()), float(df.lon.max()), float(df.lat.max()))
     utc = pd.to_datetime(df["utc_raw"], format="%a %b %d %H:%M:%S %z %Y", utc=True)

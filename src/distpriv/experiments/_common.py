@@ -1,124 +1,13 @@
-"""Shared output helpers for reproduction commands: JSON/Markdown emission and progress bars."""
+"""Former home of the output helpers, now :mod:`distpriv.formatting` (names re-exported for old imports)."""
 
-from __future__ import annotations
-
-import json
-import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from ..errors import InvalidParameterError, InvalidTypeError
-
-FORMATS = ("json", "md")
-
-
-def check_format(fmt: str) -> str:
-    """``--format`` must be ``json`` or ``md``."""
-    if fmt not in FORMATS:
-        raise InvalidParameterError(f"--format: expected one of {list(FORMATS)}, got {fmt!r}")
-    return fmt
-
-
-def check_flag(value: Any, name: str) -> bool:
-    """A boolean option (``True``/``False``; numpy booleans accepted)."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays, tuples, Paths and non-finite floats for ``json.dumps``."""
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def dumps(obj: Any) -> str:
-    """JSON text of ``obj`` (indent 2)."""
-    return json.dumps(to_jsonable(obj), indent=2)
-
-
-def _fmt(v: Any, digits: int = 4) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, (float, np.floating)):
-        if not math.isfinite(float(v)):
-            return "∞" if float(v) > 0 else "–"
-        return f"{float(v):.{digits}g}"
-    return _cell(str(v))
-
-
-def _cell(text: str) -> str:
-    """A table cell: pipes escaped, line breaks flattened (a cell must not end its row)."""
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, digits: int = 4) -> str:
-    """A GitHub-flavoured Markdown table of ``rows`` (dicts), columns in the given order."""
-    if not rows:
-        return "_(no rows)_\n"
-    cols = list(columns) if columns is not None else list(rows[0].keys())
-    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for r in rows:
-        lines.append("| " + " | ".join(_fmt(r.get(c), digits) for c in cols) + " |")
-    return "\n".join(lines) + "\n"
-
-
-@contextmanager
-def progress(description: str, total: int | None, *, enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar on stderr (so JSON on stdout stays clean); yields ``advance(n=1)``."""
-    if not enabled:
-        yield lambda n=1: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as prog:
-        task = prog.add_task(description, total=total)
-        yield lambda n=1: prog.advance(task, n)
-
-
-def parse_positive_list(text: str | None, name: str, kind: type = float) -> tuple[Any, ...] | None:
-    """Parse a CLI list like ``"1,5,10"`` into positive finite numbers of type ``kind`` (``None`` stays ``None``)."""
-    if text is None:
-        return None
-    what = "integers" if kind is int else "numbers"
-    try:
-        vals = tuple(kind(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise InvalidParameterError(f"{name}: expected comma-separated {what}, got {text!r}") from exc
-    if not vals or any(not math.isfinite(v) or v <= 0 for v in vals):
-        raise InvalidParameterError(f"{name}: expected positive {what}, got {text!r}")
-    return vals
-
-
-def prepare_out(out: str | Path | None) -> Path | None:
-    """Create ``--out`` directory if given and return it as a Path."""
-    if out is None:
-        return None
-    p = Path(out)
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+from ..formatting import (  # noqa: F401
+    FORMATS,
+    check_flag,
+    check_format,
+    dumps,
+    markdown_table,
+    parse_positive_list,
+    prepare_out,
+    progress,
+    to_jsonable,
+)

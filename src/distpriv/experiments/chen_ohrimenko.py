@@ -55,8 +55,8 @@ from ..attacks import (
     sample_attack_data,
 )
 from ..errors import ClassicCalibrationWarning, InvalidParameterError
+from ..formatting import check_flag, dumps, markdown_table, progress
 from ..models import pair_stats
-from ._common import check_flag, check_format, dumps, markdown_table, prepare_out, progress
 
 STUDY = "chen-ohrimenko"
 N_RECORDS = 100
@@ -1109,42 +1109,3 @@ def write_report(results: Sequence[dict[str, Any]], out: Path, timing: dict[str,
     js = out / "chen_ohrimenko.json"
     js.write_text(dumps({"study": STUDY, "results": list(results), "timing_seconds": timing or {}}), encoding="utf-8")
     return [*written, md, js]
-
-
-def register(app: Any) -> None:
-    """Add ``reproduce chen-ohrimenko`` to the ``reproduce`` Typer sub-app."""
-    import typer
-
-    @app.command("chen-ohrimenko")
-    def chen_ohrimenko(
-        table: int | None = typer.Option(None, "--table", help="Table to reproduce: 3 (L2 error) or 4 (attack accuracy)."),
-        figure: int | None = typer.Option(None, "--figure", help="Figure to reproduce: 2, 3, 4 or 5."),
-        all_: bool = typer.Option(False, "--all", help="Tables 3-4 and Figures 2-5."),
-        seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same numbers)."),
-        reps: int = typer.Option(REPS, "--reps", help="Repetitions (paper: 50)."),
-        calibration: str = typer.Option("classic", "--calibration", help="classic (the paper's rule) or exact."),
-        paper_settings: bool = typer.Option(
-            False, "--paper-settings", help="the paper's own arithmetic: DirM (L) scaled by Δ_E,1/ε as printed."),
-        fmt: str = typer.Option("md", "--format", help="json or md."),
-        out: Path | None = typer.Option(None, "--out", help="Directory for PNG figures and a Markdown report."),
-    ) -> None:
-        """Chen & Ohrimenko Section 6: Tables 3-4 and Figures 2-5 on UCI Adult, beside the published values."""
-        check_format(fmt)
-        _check_calibration(calibration)
-        _check_reps(reps)
-        check_int(seed, "seed", minimum=0)
-        chosen = sum(x is not None for x in (table, figure)) + int(all_)
-        if chosen != 1:
-            raise InvalidParameterError("chen-ohrimenko: give exactly one of --table N, --figure N or --all")
-        tables = (3, 4) if all_ else ((table,) if table is not None else ())
-        figures = (2, 3, 4, 5) if all_ else ((figure,) if figure is not None else ())
-        results, timing = run(tables=tables, figures=figures, reps=reps, seed=seed, calibration=calibration,
-                              paper_settings=paper_settings, show_progress=True)
-        out_dir = prepare_out(out)
-        if out_dir is not None:
-            write_report(results, out_dir, timing)
-        if fmt == "json":
-            payload: Any = results[0] if len(results) == 1 else {"study": STUDY, "results": results, "timing_seconds": timing}
-            typer.echo(dumps(payload))
-        else:
-            typer.echo("\n".join(render_markdown(r) for r in results))

@@ -25,17 +25,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import typer
 
 from .. import local
 from .._validation import check_int
 from ..datasets.checkins import CheckinData, synthetic_checkins
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
+from ..formatting import (
+    dumps,
+    markdown_table,
+    prepare_out,
+    progress,
+)
 from .kawamoto_tupling import Setting
 
 STUDY = "kawamoto-coupling"
-PAPER_FIG2 = {
+PAPER_FIG2: dict[str, Any] = {
     "source": "Kawamoto & Murakami, divergence paper, Fig. 2 and Example 2",
     "lambda": [0.2, 0.5, 0.3],
     "mu": [0.3, 0.2, 0.5],
@@ -208,22 +212,3 @@ def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
     if figures and res.get("figures"):
         lines.append("\n![kawamoto_coupling_sweep](kawamoto_coupling_sweep.png)\n")
     return "\n".join(lines)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``reproduce kawamoto-coupling`` to the CLI."""
-
-    @app.command("kawamoto-coupling")
-    def kawamoto_coupling_cmd(
-        fmt: str = typer.Option("md", "--format", help="json or md"),
-        out: str | None = typer.Option(None, "--out", help="directory for PNG figures and JSON"),
-        seed: int = typer.Option(0, "--seed", help="seed of the synthetic data and the subsamples"),
-        users: int = typer.Option(2000, "--users", help="number of synthetic users"),
-        sizes: str | None = typer.Option(None, "--sizes", help="comma-separated sample sizes for λ̂"),
-        repeats: int = typer.Option(3, "--repeats", help="subsamples per size"),
-        quick: bool = typer.Option(False, "--quick", help="small sweep"),
-    ) -> None:
-        """Coupling mechanism: the Fig. 2 example and privacy vs accuracy of λ̂."""
-        check_format(fmt)
-        res = run(seed=seed, n_users=users, sizes=parse_positive_list(sizes, "--sizes", int), quick=quick, repeats=repeats, out=out)
-        typer.echo(dumps(res) if fmt == "json" else to_markdown(res))

@@ -23,11 +23,11 @@ not the Theorem 3 bound, which Table 2 compares.
 from __future__ import annotations
 
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import typer
 
 from .. import local
 from .._validation import check_int
@@ -38,12 +38,17 @@ from ..datasets.checkins import (
     synthetic_checkins,
 )
 from ..errors import InvalidParameterError
-from ._common import check_format, dumps, markdown_table, parse_positive_list, prepare_out, progress
+from ..formatting import (
+    dumps,
+    markdown_table,
+    prepare_out,
+    progress,
+)
 
 STUDY = "kawamoto-tupling"
 
 # Table 2 of the paper (Foursquare, Manhattan, male/female; k = 10, ε_A = 10, r = 0.020)
-PAPER_TABLE2 = {
+PAPER_TABLE2: dict[str, Any] = {
     "source": "Kawamoto & Murakami, tupling paper, Appendix A.4, Table 2 (Foursquare Manhattan, male/female)",
     "theoretical": {"delta=0.001": 2.170, "delta=0.01": 1.625, "delta=0.1": 1.140, "KL": 1.678},
     "empirical": {"delta=0.001": 0.04450, "delta=0.01": 0.03534, "delta=0.1": 0.02295, "KL": 0.01141},
@@ -199,7 +204,7 @@ def run(
     total = (len(sw["k_values"]) + len(sw["eps_a_values"]) + len(sw["radii"]) + len(sw["asr_eps_a"])
              + 2 * len(sw["eps_a_values"]) + 4)
     with progress("kawamoto-tupling", total, enabled=show_progress) as adv:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for k in sw["k_values"]:
             t = st.tupling(100.0, 0.02, int(k))
             rows.append({"k": int(k), "epsilon": t.distp_epsilon(l0, l1, DELTA)})
@@ -321,7 +326,7 @@ def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
         ("fig2c", "r", "radius r of the RL mechanism", f"(c) ε vs r (k = {f2c['k']}, ε_A = {f2c['eps_a']:g})"),
     )
     for ax, (key, col, xlabel, title) in zip(axes[:3], specs, strict=False):
-        rows = sorted(res[key]["rows"], key=lambda r, c=col: r[c])
+        rows = sorted(res[key]["rows"], key=itemgetter(col))
         ax.plot([r[col] for r in rows], [r["epsilon"] for r in rows], "o-", label="exact ε, male/female")
         ax.set(xlabel=xlabel, ylabel=f"ε of (ε, {res['delta']:g})-DistP", title=title)
         if key == "fig2b":
@@ -407,28 +412,3 @@ def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
         + f"\nPaper columns: {PAPER_TABLE2['source']} — computed on different (real) data.\n"
     )
     return "\n".join(parts)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``reproduce kawamoto-tupling`` to the CLI."""
-
-    @app.command("kawamoto-tupling")
-    def kawamoto_tupling_cmd(
-        fmt: str = typer.Option("md", "--format", help="json or md"),
-        out: str | None = typer.Option(None, "--out", help="directory for PNG figures and JSON"),
-        seed: int = typer.Option(0, "--seed", help="seed of the synthetic check-ins and the attacker"),
-        users: int = typer.Option(2000, "--users", help="number of synthetic users"),
-        quick: bool = typer.Option(False, "--quick", help="small sweeps (seconds)"),
-        k_values: str | None = typer.Option(None, "--k", help="comma-separated k values for Fig. 2a"),
-        eps_a: str | None = typer.Option(None, "--eps-a", help="comma-separated ε_A values (Fig. 2b/2d/5)"),
-        radii: str | None = typer.Option(None, "--radii", help="comma-separated radii r for Fig. 2c"),
-    ) -> None:
-        """Tupling mechanism: Fig. 2, Fig. 4, Fig. 5 and Table 2 on the built-in check-ins."""
-        check_format(fmt)
-        kv = parse_positive_list(k_values, "--k")
-        if kv is not None and any(v != int(v) or v < 1 for v in kv):
-            raise InvalidParameterError(f"--k: expected integers >= 1, got {k_values!r}")
-        res = run(seed=seed, n_users=users, quick=quick, out=out,
-                  k_values=None if kv is None else tuple(int(v) for v in kv),
-                  eps_a_values=parse_positive_list(eps_a, "--eps-a"), radii=parse_positive_list(radii, "--radii"))
-        typer.echo(dumps(res) if fmt == "json" else to_markdown(res))

@@ -155,7 +155,7 @@ def distp_epsilon_pairs(
 
 def distp_guarantee(
     mech: Any,
-    distributions: Mapping[Hashable, ArrayLike],
+    distributions: Mapping[Any, ArrayLike],
     pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
     delta: float = 0.0,
 ) -> Guarantee:

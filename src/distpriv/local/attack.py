@@ -40,8 +40,8 @@ class BayesAttacker:
     def __init__(
         self,
         mech: Mechanism | Tupling,
-        distributions: Mapping[Hashable, ArrayLike],
-        priors: Mapping[Hashable, float] | None = None,
+        distributions: Mapping[Any, ArrayLike],
+        priors: Mapping[Any, float] | None = None,
     ) -> None:
         if not isinstance(mech, (Mechanism, Tupling)):
             raise InvalidTypeError(f"mech: expected a local.Mechanism or local.Tupling, got {type(mech).__name__}")
@@ -109,11 +109,11 @@ class BayesAttacker:
 
 def attack_success_rate(
     mech: Mechanism | Tupling,
-    distributions: Mapping[Hashable, ArrayLike],
+    distributions: Mapping[Any, ArrayLike],
     target: Hashable,
     *,
     inputs: ArrayLike | None = None,
-    priors: Mapping[Hashable, float] | None = None,
+    priors: Mapping[Any, float] | None = None,
     n_samples: int = 10_000,
     rng: RngLike = None,
 ) -> float:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -185,7 +186,7 @@ class CouplingMechanism:
 
     def __init__(
         self,
-        couplings: Mapping[Hashable, ArrayLike],
+        couplings: Mapping[Any, ArrayLike],
         target: ArrayLike,
         *,
         fill: str = "target",
@@ -245,7 +246,7 @@ class CouplingMechanism:
     @classmethod
     def optimal(
         cls,
-        inputs: Mapping[Hashable, ArrayLike],
+        inputs: Mapping[Any, ArrayLike],
         target: ArrayLike,
         cost: ArrayLike,
         *,
@@ -320,7 +321,7 @@ class CouplingMechanism:
         return float(d[g > 1e-12].max())
 
     # ---------------------------------------------------------------- privacy
-    def estimation_epsilon(self, actual: Mapping[Hashable, ArrayLike]) -> float:
+    def estimation_epsilon(self, actual: Mapping[Any, ArrayLike]) -> float:
         """``max_s max(D∞(λ̂_s ‖ λ_s), D∞(λ_s ‖ λ̂_s))``: the accuracy ε in Theorem 3."""
         vals = [0.0]
         for s, lam in actual.items():
@@ -330,7 +331,7 @@ class CouplingMechanism:
         return max(vals)
 
     def distp(
-        self, actual: Mapping[Hashable, ArrayLike], divergence: str = "max", *, delta: float = 0.0
+        self, actual: Mapping[Any, ArrayLike], divergence: str = "max", *, delta: float = 0.0
     ) -> float:
         """Exact DistP level of ``C`` over Ψ = all pairs ((s, λ_s), (s', λ_s')) (Definition 15):
         ``max_{s≠s'} D(C#(s, λ_s) ‖ C#(s', λ_s'))``, both orders. ``divergence`` is a

@@ -135,15 +135,16 @@ def _split_grid(
     vmin = float(values.min())
     vmax = float(values.max())
     if vmax <= vmin:
-        pmf = np.zeros(n + 1)
-        pmf[0] = 1.0
-        return pmf, vmin, 0.0
+        point = np.zeros(n + 1)
+        point[0] = 1.0
+        return point, vmin, 0.0
     h = (vmax - vmin) / n
     u = (values - vmin) / h
     lo = np.clip(np.floor(u).astype(np.int64), 0, n - 1)
     frac = np.clip(u - lo, 0.0, 1.0)
     size = n + 1
-    pmf = np.bincount(lo, probs * (1.0 - frac), minlength=size) + np.bincount(lo + 1, probs * frac, minlength=size)
+    pmf = np.asarray(np.bincount(lo, probs * (1.0 - frac), minlength=size)
+                     + np.bincount(lo + 1, probs * frac, minlength=size), dtype=np.float64)
     return pmf, vmin, h
 
 

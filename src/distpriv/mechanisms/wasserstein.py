@@ -157,7 +157,7 @@ def approx_wasserstein(
         assumptions.append("f_θi and f_θj are (W, δ)-close for every pair (W from the empirical samples)")
         theorem = "Chen & Ohrimenko Thm 4.2"
     details["W"] = w
-    g = Guarantee(
+    guarantee = Guarantee(
         epsilon=inp.epsilon,
         delta=inp.delta,
         mechanism="approx-wasserstein",
@@ -167,4 +167,4 @@ def approx_wasserstein(
         theorem=theorem,
         notes=tuple(notes),
     )
-    return _laplace("approx-wasserstein", "Approx. Wasserstein", inp, w / inp.epsilon, g, **details)
+    return _laplace("approx-wasserstein", "Approx. Wasserstein", inp, w / inp.epsilon, guarantee, **details)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from .api import protect
 from .audit import AuditResult, clopper_pearson_lower, epsilon_lower_bound, run_audit
-from .commands import audit, register
 from .compose import Composition, compose_releases, decide_propositions
 from .core import Prepared, ReleaseResult, prepare, release, select
 from .declared import DeclaredModel, load_model_file
@@ -73,7 +72,6 @@ __all__ = [
     "ReleaseSpec",
     "Selection",
     "SideChannelResult",
-    "audit",
     "build_spec",
     "clopper_pearson_lower",
     "compose_releases",
@@ -89,7 +87,6 @@ __all__ = [
     "public_context",
     "public_payload",
     "read_ledger",
-    "register",
     "release",
     "run_audit",
     "select",

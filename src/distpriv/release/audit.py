@@ -191,6 +191,7 @@ def run_audit(
             res, clean = results[name]
             if clean is None:
                 clean = results["meta-classifier"][1]
+            assert clean is not None  # the meta-classifier always has a noiseless baseline
             correct = int(np.rint(res.accuracies * data.n_test).sum())
             trials = int(res.reps * data.n_test)
             rows.append(AuditRow(name, (float(a), float(b)), res.accuracy, res.ci, clean.accuracy, correct, trials,

@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -233,7 +233,7 @@ class Modelling:
 
 def gaussian_sampler(model: GaussianModel) -> Any:
     """``sampler(p, size, rng)`` drawing F from the declared N(μ_p, Σ_p)."""
-    by_value = {float(lab): lab for lab in model.labels}
+    by_value = {float(cast(float, lab)): lab for lab in model.labels}
 
     def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
         lab = by_value.get(float(p))
@@ -282,7 +282,7 @@ def model_f_theta(
 def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelling:
     """:class:`Modelling` of a declared model file (no sampling: f_θ is given)."""
     note = (f"f_θ declared in the model file {path.name} (SHA-256 {sha256[:16]}…): N(μ_θ, Σ_θ) for θ in "
-            f"{[float(v) for v in model.labels]}; the guarantee is for the declared values.")
+            f"{[float(cast(float, v)) for v in model.labels]}; the guarantee is for the declared values.")
     return Modelling("model", None, None, gaussian_sampler(model), model, note, sha256)
 
 

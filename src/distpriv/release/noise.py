@@ -238,7 +238,7 @@ def _stage1(base: Any, dim: int) -> tuple[NDArray[np.float64], list[Law], NDArra
                 "independent noise coordinates in an orthonormal basis"
             )
         v = _complete_basis(b)
-        laws: list[Law] = ["laplace"] * b.shape[1] + ["none"] * (dim - b.shape[1])
+        laws: list[Law] = [*(("laplace",) * b.shape[1]), *(("none",) * (dim - b.shape[1]))]
         return v, laws, np.concatenate([scales, np.zeros(dim - b.shape[1])]), True
     raise AssumptionError(f"{base.name}: unknown noise kind {base.kind!r}")  # pragma: no cover
 

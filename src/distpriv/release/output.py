@@ -20,7 +20,7 @@ __all__ = ["write_private_ledger", "write_public_files", "write_release"]
 
 def write_public_files(result: ReleaseResult, out: Path, *, attack_reps: int = 5) -> dict[str, Path]:
     """``release.json``, ``report.md``, ``report.html`` and ``figures/*.png`` (public context only)."""
-    from ..experiments._common import dumps
+    from ..formatting import dumps
     from ..report import write_report
     from .public import public_context
     from .render import attack_summary, error_curves, release_figures, release_sections

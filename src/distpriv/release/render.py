@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import attacks, relaxed
 from ..errors import DistPrivError
-from ..experiments._common import markdown_table
+from ..formatting import markdown_table
 from ..models import EmpiricalModel
 from ..report import Figure, Section
 from .audit import AuditResult
@@ -67,7 +67,7 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
                 lam = math.inf
         d = replace(diag, eta=eta, divergence_lambda=float(lam))
         for nm in names:
-            c = evaluate_candidate(nm, model, list(ctx.pairs), d, epsilon=eps, delta=ctx.delta,  # type: ignore[arg-type]
+            c = evaluate_candidate(nm, model, list(ctx.pairs), d, epsilon=eps, delta=ctx.delta,
                                    calibration=ctx.calibration, sensitivities=ctx.sensitivities, n=ctx.modelling.n)
             out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
     return out

@@ -61,6 +61,7 @@ from ..errors import (
     ClassicCalibrationWarning,
     DistPrivError,
     InvalidParameterError,
+    InvalidTypeError,
 )
 from ..guarantees import Guarantee
 from ..mechanisms import LABELS, MECHANISMS, Mechanism, calibrate
@@ -451,7 +452,7 @@ def _theorem_5_7(
 
 def evaluate_candidate(
     name: str,
-    model: EmpiricalModel,
+    model: EmpiricalModel | GaussianModel,
     pairs: Sequence[tuple[Hashable, Hashable]],
     diag: Diagnostics,
     *,
@@ -497,6 +498,9 @@ def evaluate_candidate(
             reason = "no shape assumption on f_θ" if not needs else (
                 "values assumed within the observed ranges" if needs == ("bounded",) else "assumptions not rejected")
             return Candidate(name, label, True, reason, dim, mech, 0.0, None, g, mech.expected_l2_error)
+        if not isinstance(model, EmpiricalModel):
+            return Candidate(name, label, False, "assumptions rejected, and the Theorem 5.6/5.7 corrections need "
+                             "samples of F (an EmpiricalModel)", dim)
         return _corrected(name, label, model, pairs, diag, failed, passed, epsilon, delta, calibration, opts)
     except DistPrivError as exc:
         return Candidate(name, label, False, f"calibration failed: {exc}", dim)
@@ -637,7 +641,7 @@ class Selection:
 
 
 def select_mechanism(
-    model: EmpiricalModel,
+    model: EmpiricalModel | GaussianModel,
     pairs: Sequence[tuple[Hashable, Hashable]],
     *,
     epsilon: float,
@@ -657,8 +661,13 @@ def select_mechanism(
     the samples of ``model``. Raises :class:`~distpriv.AssumptionError` when the requested
     mechanism (or every candidate) is rejected; the message gives the reason.
     """
-    diag = diagnostics if diagnostics is not None else diagnose_assumptions(
-        model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
+    if diagnostics is not None:
+        diag = diagnostics
+    elif isinstance(model, EmpiricalModel):
+        diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
+    else:
+        raise InvalidTypeError("model: testing the assumptions needs an EmpiricalModel (samples of F); "
+                               "pass diagnostics= for a declared GaussianModel")
     names = CANDIDATES if mechanism == "auto" else (mechanism,)
     cands = [evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                                 sensitivities=sensitivities, n=n) for nm in names]

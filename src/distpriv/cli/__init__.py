@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from .errors import DistPrivError
+from ..errors import DistPrivError
 
 app = typer.Typer(
     name="distpriv",
@@ -23,22 +23,17 @@ app = typer.Typer(
 reproduce_app = typer.Typer(help="Reproduce the papers' tables and figures.", no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
 
-# Each module exposes ``register(reproduce_app)`` adding its own ``reproduce`` sub-command.
-_EXPERIMENT_MODULES = (
-    "distpriv.experiments.chen_ohrimenko",
-    "distpriv.experiments.zhang_attribute",
-    "distpriv.experiments.kawamoto_tupling",
-    "distpriv.experiments.kawamoto_coupling",
-)
-# Modules exposing ``register(app)`` adding top-level commands (release, audit, demo).
-_COMMAND_MODULES = ("distpriv.demo", "distpriv.release")
+# One module per command; each exposes ``register(app)``. Heavy imports happen inside the commands,
+# so ``distpriv --help`` loads none of pandas, scipy.stats, matplotlib, sklearn or networkx.
+_REPRODUCE_MODULES = ("chen_ohrimenko", "zhang_attribute", "kawamoto_tupling", "kawamoto_coupling")
+_COMMAND_MODULES = ("demo", "release")
 
 
 def _register() -> None:
-    for name in _EXPERIMENT_MODULES:
-        importlib.import_module(name).register(reproduce_app)
+    for name in _REPRODUCE_MODULES:
+        importlib.import_module(f"{__name__}.{name}").register(reproduce_app)
     for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(app)
+        importlib.import_module(f"{__name__}.{name}").register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,6 +53,3 @@ def main(argv: list[str] | None = None) -> None:
         print("distpriv: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -64,8 +64,8 @@ def _warn_seeded(seed: int | None) -> None:
 
 def audit(prep: Any, selection: Any, *, reps: int = 20, datasets: int = 200, confidence: float = 0.95) -> Any:
     """Audit the selected mechanism of a prepared release (no values are released)."""
-    from .audit import run_audit
-    from .noise import plan_noise
+    from ..release.audit import run_audit
+    from ..release.noise import plan_noise
 
     spec = prep.spec
     g = plan_noise(selection.chosen).guarantee
@@ -109,10 +109,10 @@ def register(app: typer.Typer) -> None:
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
-        from ..experiments._common import check_format, dumps
+        from ..formatting import check_format, dumps
+        from ..release.core import prepare, release
+        from ..release.spec import build_spec
         from ..report import render_markdown
-        from .core import prepare, release
-        from .spec import build_spec
 
         check_format(fmt)
         _check_out(out, previous)
@@ -123,14 +123,14 @@ def register(app: typer.Typer) -> None:
         _warn_seeded(spec.seed)
         result = release(prepare(spec))
         if out is not None:
-            from .output import write_release
+            from ..release.output import write_release
 
             write_release(result, out)
         if fmt == "json":
             print(dumps(result.to_json()))
         else:
-            from .public import public_context
-            from .render import release_sections
+            from ..release.public import public_context
+            from ..release.render import release_sections
 
             print(render_markdown("distpriv release", release_sections(public_context(result), figures=False)))
 
@@ -160,13 +160,13 @@ def register(app: typer.Typer) -> None:
         confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the ε lower bound."),
     ) -> None:
         """Attack the mechanism a release would use, report an empirical lower bound on ε, check side channels."""
-        from ..experiments._common import check_format, dumps
+        from ..formatting import check_format, dumps
+        from ..release.core import prepare, select
+        from ..release.noise import plan_noise
+        from ..release.render import audit_sections
+        from ..release.sidechannel import side_channel_check
+        from ..release.spec import build_spec
         from ..report import render_markdown, write_report
-        from .core import prepare, select
-        from .noise import plan_noise
-        from .render import audit_sections
-        from .sidechannel import side_channel_check
-        from .spec import build_spec
 
         check_format(fmt)
         _check_out(out)

@@ -1,0 +1,5 @@
+"""``python -m distpriv.cli``: the ``distpriv`` console script."""
+
+from . import main
+
+main()
