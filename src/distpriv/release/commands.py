@@ -65,6 +65,18 @@ def _warn_seeded(seed: int | None) -> None:
               "the noise; use it for tests and reproduction only", file=sys.stderr)
 
 
+def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
+    """Warn on stderr when a statistic's noise exceeds its spread under the model (at most ``limit`` lines)."""
+    from .render import noise_warnings
+
+    warns = noise_warnings(doc)
+    for w in warns[:limit]:
+        print(f"distpriv: warning: {w}", file=sys.stderr)
+    if len(warns) > limit:
+        print(f"distpriv: warning: … and {len(warns) - limit} more statistics whose noise exceeds their spread "
+              "(see the report)", file=sys.stderr)
+
+
 def audit(prep: Any, selection: Any, *, reps: int = 20, datasets: int = 200, confidence: float = 0.95) -> Any:
     """Audit the selected mechanism of a prepared release (no values are released)."""
     from .audit import run_audit
@@ -136,6 +148,7 @@ def register(app: typer.Typer) -> None:
                 assert folder.path is not None
                 write_release(result, folder.path)
                 folder.commit()
+        _warn_noise(result.to_json())
         if fmt == "json":
             print(dumps(result.to_json()))
         else:

@@ -126,6 +126,11 @@ class TestResult:
 MIN_BINS = 3
 
 
+def eta_for(epsilon: float, delta: float) -> float:
+    """η = δ / (2(1 + e^ε)) of Theorem 5.6, in log space (no overflow for ε up to 1e6 and beyond)."""
+    return 0.5 * delta * math.exp(-float(np.logaddexp(0.0, epsilon)))
+
+
 def histogram_bins(n_samples: int, dim: int) -> int:
     """Cells per axis used by :func:`distpriv.relaxed.approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋)."""
     return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
@@ -305,7 +310,7 @@ def diagnose_assumptions(
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
     gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
              for lab in labs)
-    eta = delta / (2.0 * (1.0 + math.exp(epsilon)))
+    eta = eta_for(epsilon, delta)
     n_min = min(model.samples(lab).shape[0] for lab in labs)
     if histogram_bins(n_min, model.dim) < MIN_BINS:
         lam = math.inf
@@ -441,8 +446,10 @@ def _theorem_5_7(
             return math.inf
         return m.expected_squared_error + 2.0 * dim * (w / lam) ** 2
 
-    res = optimize.minimize_scalar(objective, bounds=(1e-6 * eps, eps / 2 * (1 - 1e-6)), method="bounded",
-                                   options={"xatol": 1e-4 * eps})
+    # λ <= ln δ + 700 keeps e^{−λ}δ a positive double (δ down to 1e-300 with ε up to 1e6)
+    hi = min(eps / 2 * (1 - 1e-6), max(math.log(delta) + 700.0, 2e-6 * eps))
+    res = optimize.minimize_scalar(objective, bounds=(1e-6 * eps, hi), method="bounded",
+                                   options={"xatol": 1e-4 * min(eps, hi)})
     lam = float(res.x)
     base = _calibrate(name, model, pairs, eps - 2 * lam, math.exp(-lam) * delta, calibration, opts)
     t = relaxed.theorem_5_7(base.guarantee.epsilon, base.guarantee.delta, w, lam, dim)
@@ -545,7 +552,9 @@ def _corrected(
         eta = diag.eta
         if math.isfinite(lam) and eps - 2 * lam > 0:
             e_b = eps - 2 * lam
-            d_b = (delta - (1 + math.exp(e_b + lam)) * eta) * math.exp(-lam)
+            # (δ − (1 + e^{ε_b+λ})η) e^{−λ}, with (1 + e^{ε_b+λ})η = (δ/2)·e^{log(1+e^{ε_b+λ}) − log(1+e^ε)}
+            paid = 0.5 * delta * math.exp(float(np.logaddexp(0.0, e_b + lam) - np.logaddexp(0.0, eps)))
+            d_b = (delta - paid) * math.exp(-lam)
             if d_b > 0:
                 try:
                     if name == "none":
@@ -599,7 +608,7 @@ def _noiseless_5_7(
         except DistPrivError:
             return False
 
-    lo, hi = 0.0, eps / 2 * (1 - 1e-9)
+    lo, hi = 0.0, min(eps / 2 * (1 - 1e-9), max(math.log(delta) + 700.0, 2e-9 * eps))  # e^{−λ}δ stays > 0
     if not ok(1e-9 * eps):
         chk = check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
         raise InvalidParameterError(
