@@ -138,14 +138,19 @@ def register(app: typer.Typer) -> None:
                           calibration=calibration, seed=seed, previous=previous, independent=independent or None)
         _warn_seeded(spec.seed)
         from .outdir import OutputFolder
+        from .progress import Stages
 
         folder = OutputFolder(out, force=force) if out is not None else None
-        with folder or _nullcontext():
-            result = release(prepare(spec))
+        with folder or _nullcontext(), Stages("distpriv release") as stages:
+            stages.step("reading the data and modelling f_θ")
+            prep = prepare(spec)
+            stages.step("choosing the mechanism and drawing the noise")
+            result = release(prep)
             if folder is not None:
                 from .output import write_release
 
                 assert folder.path is not None
+                stages.step("writing the report")
                 write_release(result, folder.path)
                 folder.commit()
         _warn_noise(result.to_json())
@@ -209,11 +214,18 @@ def register(app: typer.Typer) -> None:
         folder = OutputFolder(out, force=force) if out is not None else None
         if folder is not None:
             folder.open()  # probe --out before any computation
+        from .progress import Stages
+
         try:
-            prep = prepare(spec)
-            sel = select(prep)
-            res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
-            side = side_channel_check(prep, sel)
+            with Stages("distpriv audit") as stages:
+                stages.step("reading the data and modelling f_θ")
+                prep = prepare(spec)
+                stages.step("choosing the mechanism")
+                sel = select(prep)
+                stages.step(f"attacking ({reps} repetitions × {datasets} datasets)")
+                res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
+                stages.step("side-channel check")
+                side = side_channel_check(prep, sel)
         except BaseException:
             if folder is not None:
                 folder.discard()

@@ -58,8 +58,14 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
     names = [c.name for c in ctx.selection.candidates if c.name not in ("dp-laplace", "dp-gauss")]
     for nm in names:
         out[nm] = []
+    done = {c.name: c for c in ctx.selection.candidates}
     for eps in out["epsilon"]:
         assert eps is not None
+        if eps == ctx.epsilon:  # the selection's own evaluation at the target ε
+            for nm in names:
+                c = done[nm]
+                out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
+            continue
         eta = eta_for(eps, ctx.delta)
         if not isinstance(model, EmpiricalModel):  # declared model: the gaps are exact and do not depend on ε
             lam = diag.divergence_lambda
