@@ -55,7 +55,8 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
     labs = list(dict.fromkeys(v for pr in ctx.pairs for v in pr))
     pooled = diag.pooled_model.covariance(labs[0])
     out: dict[str, list[float | None]] = {"epsilon": [ctx.epsilon * f for f in factors]}
-    names = [c.name for c in ctx.selection.candidates if c.name not in ("dp-laplace", "dp-gauss")]
+    names = [c.name for c in ctx.selection.candidates
+             if c.name not in ("dp-laplace", "dp-gauss") and not c.reason.startswith("not evaluated")]
     for nm in names:
         out[nm] = []
     done = {c.name: c for c in ctx.selection.candidates}

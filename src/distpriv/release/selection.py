@@ -411,6 +411,28 @@ def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
 
 _L2_DRAWS = 200_000
 _L2_CACHE: dict[tuple[Any, ...], float] = {}
+#: Monte Carlo draws are generated in blocks of at most this many numbers (memory bound for many statistics).
+_BLOCK = 5_000_000
+#: In ``auto`` mode, the candidates whose δ is computed exactly from Gaussian output laws with unequal
+#: covariances (None (Thm 5.4), EigM, DauM) are evaluated for at most this many statistics: the exact
+#: profile's cost grows quickly with m (tens of seconds each at m = 30). Beyond it they are listed as not
+#: evaluated; naming one with ``--mechanism`` still evaluates it.
+MAX_EXACT_GAUSSIAN_DIM = 20
+_EXACT_GAUSSIAN = ("none", "eigm", "daum")
+
+
+def _draws_for(dim: int, draws: int) -> int:
+    """Monte Carlo draws for E||Z||₂ in ``dim`` dimensions: all up to 25 statistics, then ~5·10⁶/m (>= 5,000).
+
+    ||Z||₂ concentrates as m grows (its relative spread is O(1/√m)), so fewer draws keep the same accuracy.
+    """
+    return draws if dim <= 25 else max(5_000, min(draws, _BLOCK // dim))
+
+
+def _chunks(n: int, dim: int) -> list[int]:
+    """Row counts of the blocks of an (n, dim) draw, each at most :data:`_BLOCK` numbers (one block if it fits)."""
+    rows = max(1, _BLOCK // max(dim, 1))
+    return [min(rows, n - i) for i in range(0, n, rows)]
 
 
 def expected_l2(mech: Mechanism) -> float:
@@ -441,14 +463,18 @@ def expected_l2(mech: Mechanism) -> float:
         top = float(math.sqrt(pos.max()))
         shape = np.round(np.sort(np.sqrt(pos) / top), 12)
         key = ("gaussian", *shape.tolist())
+    n_draws = _draws_for(shape.size, _L2_DRAWS)
     if key not in _L2_CACHE:
         g = np.random.default_rng(_MC_SEED)
-        draws = (g.laplace(0.0, 1.0, size=(_L2_DRAWS, shape.size)) if key[0] == "laplace"
-                 else g.standard_normal((_L2_DRAWS, shape.size))) * shape
-        _L2_CACHE[key] = float(np.linalg.norm(draws, axis=1).mean())
+        total = 0.0
+        for rows in _chunks(n_draws, shape.size):
+            draws = (g.laplace(0.0, 1.0, size=(rows, shape.size)) if key[0] == "laplace"
+                     else g.standard_normal((rows, shape.size))) * shape
+            total += float(np.linalg.norm(draws, axis=1).sum())
+        _L2_CACHE[key] = total / n_draws
     value = top * _L2_CACHE[key]
     mech.details["_mc_l2"] = value
-    mech.details["expected_l2_error_method"] = (f"monte-carlo on the normalised noise shape ({_L2_DRAWS:,} draws, "
+    mech.details["expected_l2_error_method"] = (f"monte-carlo on the normalised noise shape ({n_draws:,} draws, "
                                                 f"seed {_MC_SEED}), scaled")
     return value
 
@@ -457,9 +483,13 @@ def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
     if extra == 0.0:
         return 0.0 if base is None else expected_l2(base)
     g = np.random.default_rng(_MC_SEED)
-    z = np.zeros((_MC_DRAWS, dim)) if base is None else base.sample_noise(_MC_DRAWS, g)
-    z = z + g.laplace(0.0, extra, size=(_MC_DRAWS, dim))
-    return float(np.linalg.norm(z, axis=1).mean())
+    n = _draws_for(dim, _MC_DRAWS)
+    total = 0.0
+    for rows in _chunks(n, dim):
+        z = np.zeros((rows, dim)) if base is None else base.sample_noise(rows, g)
+        z = z + g.laplace(0.0, extra, size=(rows, dim))
+        total += float(np.linalg.norm(z, axis=1).sum())
+    return total / n
 
 
 def _test_text(diag: Diagnostics, assumption: str) -> str:
@@ -713,8 +743,15 @@ def select_mechanism(
     diag = diagnostics if diagnostics is not None else diagnose_assumptions(
         model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     names = CANDIDATES if mechanism == "auto" else (mechanism,)
-    cands = [evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
-                                sensitivities=sensitivities, n=n) for nm in names]
+    cands = [
+        Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at most "
+                  f"{MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with --mechanism to "
+                  "try", model.dim)
+        if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
+        evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
+                           sensitivities=sensitivities, n=n)
+        for nm in names
+    ]
     kept = [c for c in cands if c.kept]
     if not kept:
         if mechanism != "auto":
