@@ -99,3 +99,42 @@ def test_standardized_plan_publishes_on_power_of_two_grids() -> None:
     rel_se = np.sqrt(5.0 / 40)  # Laplace kurtosis 6: Var(s²)/σ⁴ ≈ (κ − 1)/N = 5/N
     assert np.all(np.abs(sd**2 / plan.noise_std**2 - 1) < 4 * rel_se)
     assert plan.noise_std == pytest.approx(plan.plan.noise_std * std.scale, rel=1e-12)
+
+
+def test_many_statistics_report_caps_the_f_theta_panels() -> None:
+    from distpriv.release import protect
+    from distpriv.release.public import public_context
+    from distpriv.release.render import MAX_PANELS, release_figures, release_sections
+    from test_release import people
+
+    data, pop = people(200, 7), people(2000, 9, start=100_000)
+    stats = [f"count:age>{a}" for a in range(25, 25 + MAX_PANELS + 3)]
+    res = protect(data, stats=stats, protect="income=>50K", pairs=[(0.45, 0.55)], epsilon=1.0, delta=1e-3,
+                  population=pop, samples=40, mechanism="expm-laplace", seed=1)
+    ctx = public_context(res)
+    figs = release_figures(ctx, {"epsilon": []}, None)
+    f_theta = next(f for f in figs if f.name == "f_theta")
+    drawn = [ax for ax in f_theta.image.axes if ax.axison]
+    assert len(drawn) == MAX_PANELS
+    assert all(ax.get_xlabel() and ax.get_ylabel() == "density" for ax in drawn)  # labelled axes
+    assert "first 12 of 15" in f_theta.caption
+    md = "\n".join(s.body for s in release_sections(ctx, None))
+    assert "not shown: count:age&gt;37, count:age&gt;38, count:age&gt;39" in md
+
+
+def test_exact_release_says_so_plainly() -> None:
+    from distpriv.release import protect
+    from distpriv.release.public import public_context
+    from distpriv.release.render import release_sections
+    from test_release import people
+
+    data, pop = people(200, 7), people(2000, 9, start=100_000)
+    res = protect(data, stats=["mean:age"], protect="income=>50K", pairs=[(0.45, 0.55)], epsilon=1e6, delta=1e-300,
+                  population=pop, samples=40)  # auto: Thm 5.4 holds at this ε
+    doc = res.to_json()
+    assert doc["mechanism"] == "none" and doc["noise"]["grid"] is None and doc["statistics"][0]["value"] == float(data["age"].mean())
+    secs = release_sections(public_context(res), None)
+    assert secs[0].title == "The guarantee in words"
+    assert "**The values are exact.**" in secs[0].body and "without noise" in secs[0].body
+    md = "\n".join(s.body for s in secs)
+    assert "not shown" not in md and "Released **exactly, without noise** (Theorem 5.4)" in md
