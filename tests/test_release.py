@@ -119,8 +119,10 @@ def test_release_json_and_report_files(work: Path, first_release: subprocess.Com
     assert doc["report"]["modelling"]["source"] == "population"
     assert doc["randomness"] == "seeded" and "not private" in doc["warnings"][0]
     assert "not private" in res.stderr
-    g = doc["noise"]["grid"]
-    assert all(s["value"] / g == round(s["value"] / g) for s in doc["statistics"])  # on the grid
+    # on its statistic's grid: a power of two at most d_k·g (unit-free noise, distpriv.release.standardize)
+    for s, d in zip(doc["statistics"], doc["noise"]["standardized"]["scale"], strict=True):
+        g = s["grid"]
+        assert s["value"] / g == round(s["value"] / g) and g == 2.0 ** round(np.log2(g)) and d * doc["noise"]["grid"] / 2 < g <= d * doc["noise"]["grid"]
     kept = [c for c in doc["report"]["candidates"] if c["kept"]]
     chosen = next(c for c in doc["report"]["candidates"] if c["mechanism"] == doc["mechanism"])
     assert chosen["expected_l2_error"] == min(c["expected_l2_error"] for c in kept)
@@ -152,7 +154,13 @@ def test_auto_picks_known_answer(work: Path) -> None:
     assert doc["mechanism"] == "dirm-laplace"
     cands = {c["mechanism"]: c for c in doc["report"]["candidates"]}
     assert doc["report"]["diagnostics"]["tests"]["translation"]["holds"]
-    assert cands["dirm-laplace"]["expected_l2_error"] == pytest.approx(0.1, rel=0.02)
+    # calibrated on the standardised statistics (distpriv.release.standardize): x is a point mass at 0.45 or 0.55,
+    # so its spread is d_x = 0.05 and the standardised gap 0.1/0.05 = 2; b = 2/ε along that direction
+    spread_x = doc["statistics"][0]["spread"]
+    assert spread_x == pytest.approx(0.05, rel=1e-9)
+    assert cands["dirm-laplace"]["expected_l2_error"] == pytest.approx(2.0, rel=0.02)
+    # back in the statistic's units: Laplace(b = 0.1) on mean:x, std √2·0.1
+    assert doc["statistics"][0]["noise_std"] == pytest.approx(2**0.5 * 0.1, rel=0.02)
     others = [c["expected_l2_error"] for k, c in cands.items() if c["kept"] and k != "dirm-laplace"]
     assert others and min(others) > 1.3 * cands["dirm-laplace"]["expected_l2_error"]
     assert not cands["none"]["kept"] and not cands["dp-laplace"]["kept"]

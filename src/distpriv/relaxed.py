@@ -95,7 +95,9 @@ def theorem_5_6(epsilon: float, delta: float, eta: float, lam: float) -> Privacy
     d = check_delta(delta, "delta", allow_zero=True)
     e = check_delta(eta, "eta", allow_zero=True)
     lm = _check_nonneg(lam, "lam")
-    return PrivacyLoss(eps + 2.0 * lm, (1.0 + math.exp(eps + lm)) * e + math.exp(lm) * d)
+    # (1 + e^{ε+λ})η in log space: e^{ε+λ} overflows for ε >= 710 while η is then tiny
+    paid = math.exp(float(np.logaddexp(0.0, eps + lm)) + math.log(e)) if e > 0 else 0.0
+    return PrivacyLoss(eps + 2.0 * lm, paid + math.exp(lm) * d)
 
 
 def apply_theorem_5_6(guarantee: Guarantee, eta: float, lam: float) -> Guarantee:

@@ -14,6 +14,14 @@ Markdown is converted with the ``markdown`` package (``tables`` and
 built-in converter that covers what the reports use: headings, paragraphs,
 lists, pipe tables, fenced code, inline code, bold, italics and links.
 
+User-supplied strings (column names, category values, statistic names,
+predicates, file names) must never be interpreted: callers pass them through
+:func:`md_escape` (plain text) or :func:`md_code` (a code span), and the HTML
+conversion itself is safe on any input — raw HTML in the Markdown is escaped,
+not passed through, and links or images whose address is not ``http(s)``,
+relative, an anchor or an embedded PNG are dropped (so ``javascript:`` never
+reaches an ``href``).
+
 Used by ``distpriv release`` / ``distpriv audit`` and by the demo workflow.
 """
 
@@ -35,12 +43,46 @@ __all__ = [
     "Section",
     "figure_png",
     "markdown_to_html",
+    "md_code",
+    "md_escape",
     "render_html",
     "render_markdown",
     "write_report",
 ]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]~!{}#])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_SAFE_URL = re.compile(r"^(https?://|#|data:image/png;base64,|(?![A-Za-z][A-Za-z0-9+.-]*:)[^\s]*$)", re.I)
+
+
+def md_escape(text: object) -> str:
+    """``text`` as plain Markdown text: shown literally in report.md and report.html.
+
+    Line breaks and control characters become spaces (a user string cannot start a heading,
+    list or table row); ``&``, ``<`` and ``>`` become HTML entities (no raw HTML); the Markdown
+    punctuation ``\\ ` * _ [ ] | ~ ! { } #`` is backslash-escaped (no emphasis, link, image,
+    code span or table cell break).
+    """
+    t = _CONTROL.sub(" ", str(text))
+    t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", t)
+
+
+def md_code(text: object) -> str:
+    """``text`` as a Markdown code span, whatever backticks it contains (its content is never interpreted)."""
+    t = _CONTROL.sub(" ", str(text))
+    if "|" in t:  # a pipe would end a table cell even inside a code span; show it as escaped text
+        return md_escape(t)
+    runs = [len(r) for r in re.findall(r"`+", t)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") or not t.strip() else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
+
+
+def safe_url(url: str) -> bool:
+    """True for ``http(s)``, anchors, relative paths and embedded PNG images (no ``javascript:`` etc.)."""
+    return bool(_SAFE_URL.match(url.strip()))
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;
@@ -165,22 +207,49 @@ def render_markdown(
 
 
 # --------------------------------------------------------------------------- Markdown -> HTML
+_ESCAPABLE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
+_CODE_SPAN = re.compile(r"(?<![`\\])(`+)(.+?)(?<!`)\1(?!`)")
+
+
+def _escape_html(text: str) -> str:
+    """HTML-escape, keeping well-formed entities (``&amp;``, ``&#39;``) as they are."""
+    t = re.sub(r"&(?!#?[A-Za-z0-9]+;)", "&amp;", text)
+    return t.replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _link(match: re.Match[str], image: bool) -> str:
+    label, url = match.group(1), match.group(2)
+    if not safe_url(html.unescape(url)):
+        return label
+    return f'<img alt="{label}" src="{url}">' if image else f'<a href="{url}">{label}</a>'
+
+
 def _inline(text: str) -> str:
-    """Inline Markdown (code, bold, italics, links) of an already-unescaped line, HTML-escaped."""
-    parts = re.split(r"(`[^`]+`)", text)
+    """Inline Markdown (code spans, backslash escapes, bold, italics, links) of one line, HTML-escaped."""
     out = []
-    for part in parts:
-        if len(part) >= 2 and part.startswith("`") and part.endswith("`"):
-            out.append(f"<code>{html.escape(part[1:-1])}</code>")
-            continue
-        t = html.escape(part, quote=False)
-        t = re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", r'<img alt="\1" src="\2">', t)
-        t = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', t)
-        t = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", t)
-        t = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", t)
-        t = re.sub(r"(?<![\w_])_(?!\s)(.+?)(?<!\s)_(?![\w_])", r"<em>\1</em>", t)
-        out.append(t)
+    pos = 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_inline_text(text[pos:m.start()]))
+        out.append(f"<code>{html.escape(m.group(2).strip() if m.group(2).strip() else m.group(2))}</code>")
+        pos = m.end()
+    out.append(_inline_text(text[pos:]))
     return "".join(out)
+
+
+def _inline_text(part: str) -> str:
+    escaped: list[str] = []
+
+    def stash(m: re.Match[str]) -> str:
+        escaped.append(m.group(1))
+        return f"\x00{len(escaped) - 1}\x00"
+
+    t = _escape_html(_ESCAPABLE.sub(stash, part))
+    t = re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", lambda m: _link(m, True), t)
+    t = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", lambda m: _link(m, False), t)
+    t = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", t)
+    t = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", t)
+    t = re.sub(r"(?<![\w_])_(?!\s)(.+?)(?<!\s)_(?![\w_])", r"<em>\1</em>", t)
+    return re.sub("\x00(\\d+)\x00", lambda m: html.escape(escaped[int(m.group(1))]), t)
 
 
 def _table_row(line: str) -> list[str]:
@@ -189,7 +258,7 @@ def _table_row(line: str) -> list[str]:
         s = s[1:]
     if s.endswith("|"):
         s = s[:-1]
-    return [c.strip() for c in s.split("|")]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", s)]
 
 
 def _basic_markdown(text: str) -> str:
@@ -270,8 +339,27 @@ def markdown_to_html(text: str, *, use_package: bool = True) -> str:
         except ImportError:  # pragma: no cover - depends on the environment
             pass
         else:
-            return md.markdown(text, extensions=["tables", "fenced_code"])
+            return _safe_markdown(md, text)
     return _basic_markdown(text)
+
+
+def _safe_markdown(md: Any, text: str) -> str:
+    """Python-Markdown with raw HTML escaped (not passed through) and unsafe link/image addresses dropped."""
+    conv = md.Markdown(extensions=["tables", "fenced_code"])
+    conv.preprocessors.deregister("html_block")
+    conv.inlinePatterns.deregister("html")
+    from markdown.treeprocessors import Treeprocessor
+
+    class _Urls(Treeprocessor):
+        def run(self, root: Any) -> None:
+            for el in root.iter():
+                for attr in ("href", "src"):
+                    v = el.get(attr)
+                    if v is not None and not safe_url(v):
+                        del el.attrib[attr]
+
+    conv.treeprocessors.register(_Urls(conv), "safe_urls", 0)
+    return str(conv.convert(text))
 
 
 def render_html(

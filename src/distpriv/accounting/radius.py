@@ -123,7 +123,8 @@ def sample_l1_radius(deviations: ArrayLike, p: float, gamma: float) -> SampleRad
     if n < need:
         raise InvalidParameterError(
             f"samples: {n} per θ cannot certify the (1 − {p:g}) quantile of ||F − E F||_1 with confidence "
-            f"{1 - gamma:g}; at least {need} samples per θ are needed (or pass c=)")
+            f"{1 - gamma:g}; at least {need if need < 10**12 else f'{float(need):.3g}'} samples per θ are needed "
+            "(or pass c=)")
     k = int(stats.binom.ppf(1.0 - gamma, n, 1.0 - p))  # least k with P(Bin <= k) >= 1 − γ
     while k >= 1 and float(stats.binom.sf(k - 1, n, 1.0 - p)) <= gamma:
         k -= 1

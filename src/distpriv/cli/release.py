@@ -7,6 +7,7 @@ written; :func:`distpriv.cli.main` prints it as one line and exits 2.
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext as _nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -44,22 +45,36 @@ _SEED = typer.Option(None, "--seed", help="Seed the noise: tests and reproductio
 _N = typer.Option(None, "--n", help="Records per dataset (default: rows of the data; treated as public).")
 _SAMPLES = typer.Option(None, "--samples", help="Datasets sampled per θ to estimate f_θ (default 1000).")
 _CAL = typer.Option(None, "--calibration", help="Gaussian calibration: exact (default) or classic.")
+_FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
-def _check_out(out: Path | None, previous: list[Path] | None = None) -> None:
+def _check_out(out: Path | None, previous: list[Path] | None = None, force: bool = False) -> None:
     if out is None:
         return
-    if out.exists() and not out.is_dir():
-        raise InvalidParameterError(f"--out: {out} exists and is not a directory")
     for p in previous or []:
         if Path(p).exists() and out.exists() and out.resolve() == Path(p).resolve():
             raise InvalidParameterError(f"--out: {out} is also given as --previous; write the new release elsewhere")
+    from ..release.outdir import check_out
+
+    check_out(out, force=force)
 
 
 def _warn_seeded(seed: int | None) -> None:
     if seed is not None:
         print("distpriv: warning: a seeded release is not private (--seed): anyone who knows the seed can remove "
               "the noise; use it for tests and reproduction only", file=sys.stderr)
+
+
+def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
+    """Warn on stderr when a statistic's noise exceeds its spread under the model (at most ``limit`` lines)."""
+    from ..release.render import noise_warnings
+
+    warns = noise_warnings(doc)
+    for w in warns[:limit]:
+        print(f"distpriv: warning: {w}", file=sys.stderr)
+    if len(warns) > limit:
+        print(f"distpriv: warning: … and {len(warns) - limit} more statistics whose noise exceeds their spread "
+              "(see the report)", file=sys.stderr)
 
 
 def audit(prep: Any, selection: Any, *, reps: int = 20, datasets: int = 200, confidence: float = 0.95) -> Any:
@@ -107,6 +122,7 @@ def register(app: typer.Typer) -> None:
                                             help="--out folder of an earlier release to compose with (repeatable)."),
         independent: bool = typer.Option(False, "--independent",
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
+        force: bool = _FORCE,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
         from ..formatting import check_format, dumps
@@ -115,17 +131,29 @@ def register(app: typer.Typer) -> None:
         from ..report import render_markdown
 
         check_format(fmt)
-        _check_out(out, previous)
+        _check_out(out, previous, force)
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
                           calibration=calibration, seed=seed, previous=previous, independent=independent or None)
         _warn_seeded(spec.seed)
-        result = release(prepare(spec))
-        if out is not None:
-            from ..release.output import write_release
+        from ..release.outdir import OutputFolder
+        from ..release.progress import Stages
 
-            write_release(result, out)
+        folder = OutputFolder(out, force=force) if out is not None else None
+        with folder or _nullcontext(), Stages("distpriv release") as stages:
+            stages.step("reading the data and modelling f_θ")
+            prep = prepare(spec)
+            stages.step("choosing the mechanism and drawing the noise")
+            result = release(prep)
+            if folder is not None:
+                from ..release.output import write_release
+
+                assert folder.path is not None
+                stages.step("writing the report")
+                write_release(result, folder.path)
+                folder.commit()
+        _warn_noise(result.to_json())
         if fmt == "json":
             print(dumps(result.to_json()))
         else:
@@ -158,6 +186,7 @@ def register(app: typer.Typer) -> None:
         reps: int = typer.Option(20, "--reps", help="Attack repetitions."),
         datasets: int = typer.Option(200, "--datasets", help="Shadow and test datasets per repetition (even)."),
         confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the ε lower bound."),
+        force: bool = _FORCE,
     ) -> None:
         """Attack the mechanism a release would use, report an empirical lower bound on ε, check side channels."""
         from ..formatting import check_format, dumps
@@ -169,7 +198,7 @@ def register(app: typer.Typer) -> None:
         from ..report import render_markdown, write_report
 
         check_format(fmt)
-        _check_out(out)
+        _check_out(out, None, force)
         if reps < 1:
             raise InvalidParameterError(f"--reps: must be >= 1, got {reps}")
         if datasets < 2 or datasets % 2:
@@ -180,18 +209,38 @@ def register(app: typer.Typer) -> None:
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
                           calibration=calibration, seed=seed)
-        prep = prepare(spec)
-        sel = select(prep)
-        res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
-        side = side_channel_check(prep, sel)
+        from ..release.outdir import OutputFolder
+
+        folder = OutputFolder(out, force=force) if out is not None else None
+        if folder is not None:
+            folder.open()  # probe --out before any computation
+        from ..release.progress import Stages
+
+        try:
+            with Stages("distpriv audit") as stages:
+                stages.step("reading the data and modelling f_θ")
+                prep = prepare(spec)
+                stages.step("choosing the mechanism")
+                sel = select(prep)
+                stages.step(f"attacking ({reps} repetitions × {datasets} datasets)")
+                res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
+                stages.step("side-channel check")
+                side = side_channel_check(prep, sel)
+        except BaseException:
+            if folder is not None:
+                folder.discard()
+            raise
         g = plan_noise(sel.chosen).guarantee
         payload: dict[str, Any] = {"mechanism": sel.chosen.name, "mechanism_label": sel.chosen.label,
                                    "guarantee": g.to_dict(), "scope": AUDIT_SCOPE, **res.to_dict(),
                                    "side_channel": side.to_dict()}
         sections = audit_sections(sel.chosen.label, res, AUDIT_SCOPE, side.to_dict())
-        if out is not None:
-            write_report(out, "distpriv audit report", sections, None)
-            (out / "audit.json").write_text(dumps(payload) + "\n", encoding="utf-8")
+        if folder is not None:
+            with folder:
+                assert folder.path is not None
+                write_report(folder.path, "distpriv audit report", sections, None)
+                (folder.path / "audit.json").write_text(dumps(payload) + "\n", encoding="utf-8")
+                folder.commit()
         if fmt == "json":
             print(dumps(payload))
         else:

@@ -58,6 +58,7 @@ from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
 from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
+from .standardize import Standardization, StandardizedPlan, standardization, standardize_modelling
 
 __all__ = ["FRAMEWORK", "Prepared", "ReleaseResult", "prepare", "release", "select"]
 
@@ -87,6 +88,8 @@ class Prepared:
     previous: list[Ledger]
     shared: dict[str, int]
     seed: int
+    #: the public diagonal D (:mod:`distpriv.release.standardize`); ``modelling`` and ``sensitivities`` are of D⁻¹F
+    standardization: Standardization | None = None
 
     def stream(self, which: int) -> np.random.Generator:
         """A generator seeded from the public inputs (``which`` selects an independent stream)."""
@@ -117,7 +120,7 @@ class ReleaseResult:
 
     prepared: Prepared
     selection: Selection
-    noise: NoisePlan
+    noise: NoisePlan | StandardizedPlan
     values: NDArray[np.float64]
     randomness: str  # "os" or "seeded"
     composition: Composition | None = None
@@ -217,7 +220,12 @@ def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
                                   rng=model_rng, population_sha256=input_sha)
         frame = population.frame if population is not None else data.frame
         sens = query.record_sensitivities(frame, n)
-    prep = Prepared(spec, data, population, declared, query, predicate, modelling, sens, previous, shared, seed)
+    # unit-free noise: everything downstream is calibrated on D⁻¹F (distpriv.release.standardize)
+    std = standardization(modelling.model, spec.pairs)
+    modelling = standardize_modelling(modelling, std.scale)
+    if sens is not None:
+        sens = np.asarray(sens, dtype=float) / std.scale
+    prep = Prepared(spec, data, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
     if previous:  # refuse before any noise is drawn
         decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent,
                             deterministic=prep.deterministic)
@@ -235,8 +243,10 @@ def select(prep: Prepared) -> Selection:
     """Choose the mechanism for a prepared release (``spec.mechanism``: ``auto`` or a name)."""
     spec = prep.spec
     diag = None
-    if prep.declared is not None:
-        diag = declared_diagnostics(prep.declared.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta)
+    if prep.declared is not None:  # the standardised declared model (prep.modelling.model)
+        model = prep.modelling.model
+        assert isinstance(model, GaussianModel)
+        diag = declared_diagnostics(model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta)
     return select_mechanism(
         prep.modelling.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
         calibration=spec.calibration, sensitivities=prep.sensitivities, n=prep.modelling.n,
@@ -258,7 +268,9 @@ def release(
     synthetic query values through the same path).
     """
     sel = selection or select(prep)
-    plan = plan_noise(sel.chosen)
+    plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
+    if prep.standardization is not None:
+        plan = StandardizedPlan(plan, prep.standardization.scale)
     x = prep.query.evaluate(prep.data.frame) if truth is None else np.asarray(truth, dtype=float)
     if x.shape != (prep.query.dim,):
         raise InvalidParameterError(f"truth: expected {prep.query.dim} statistics, got shape {x.shape}")

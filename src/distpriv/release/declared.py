@@ -173,5 +173,5 @@ def declared_diagnostics(
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
     ww = max(float(np.abs(model.mean(a) - model.mean(b)).sum()) for a, b in pairs) if eq else math.inf
     gap = 0.0 if eq else math.inf
-    eta = delta / (2.0 * (1.0 + math.exp(epsilon)))
+    eta = 0.5 * delta * math.exp(-float(np.logaddexp(0.0, epsilon)))  # δ/(2(1 + e^ε)) without overflow
     return Diagnostics(tests, gap, ww, gap, gap, eta, gauss, labs[0])

@@ -33,7 +33,9 @@ __all__ = ["DATA_DEPENDENT", "PublicContext", "public_context", "public_payload"
 
 #: Payload fields that depend on the private data when f_θ is modelled from it (``--model-from-data``).
 DATA_DEPENDENT: tuple[str, ...] = (
-    "mechanism", "mechanism_label", "guarantee", "statistics[].noise_std", "noise",
+    "mechanism", "mechanism_label", "guarantee", "statistics[].noise_std", "statistics[].grid", "statistics[].spread",
+    "statistics[].noise_to_spread",
+    "noise",
     "report.chosen", "report.expected_l2_error", "report.correction", "report.why", "report.candidates",
     "composition.guarantee",
 )
@@ -52,8 +54,13 @@ SEEDED_WARNING = (
 def _stats(result: ReleaseResult) -> list[dict[str, Any]]:
     spec = result.prepared.spec
     std = result.noise.noise_std
-    return [{"name": nm, "spec": st, "value": float(v), "noise_std": float(s)}
-            for nm, st, v, s in zip(spec.names, spec.stats, result.values, std, strict=True)]
+    grids = getattr(result.noise, "grids", None) or [result.noise.grid] * len(std)
+    std_ = result.prepared.standardization
+    spread = std_.spread if std_ is not None else [None] * len(std)
+    return [{"name": nm, "spec": st, "value": float(v), "noise_std": float(s), "grid": g,
+             "spread": None if sp is None else float(sp),
+             "noise_to_spread": None if sp is None or not sp > 0 else float(s) / float(sp)}
+            for nm, st, v, s, g, sp in zip(spec.names, spec.stats, result.values, std, grids, spread, strict=True)]
 
 
 def public_payload(result: ReleaseResult) -> dict[str, Any]:
@@ -120,6 +127,7 @@ class PublicContext:
     calibration: str
     names: tuple[str, ...]
     seed: int
+    scale: NDArray[np.float64] | None = None  # the public diagonal D of the unit-free noise (None: not public)
 
     @property
     def public_model(self) -> bool:
@@ -138,4 +146,5 @@ def public_context(result: ReleaseResult) -> PublicContext:
         sensitivities=prep.sensitivities if public else None,
         pairs=tuple(spec.pairs), epsilon=spec.epsilon, delta=spec.delta, calibration=spec.calibration,
         names=tuple(spec.names), seed=prep.seed,
+        scale=prep.standardization.scale if public and prep.standardization is not None else None,
     )

@@ -23,10 +23,10 @@ from .. import attacks, relaxed
 from ..errors import DistPrivError
 from ..formatting import markdown_table
 from ..models import EmpiricalModel
-from ..report import Figure, Section
+from ..report import Figure, Section, md_code, md_escape
 from .audit import AuditResult
 from .public import PublicContext
-from .selection import evaluate_candidate
+from .selection import eta_for, evaluate_candidate
 
 __all__ = ["attack_summary", "audit_sections", "error_curves", "release_figures", "release_sections"]
 
@@ -42,6 +42,10 @@ def _plt() -> Any:
     return plt
 
 
+#: Figures show user strings (statistic names, predicates) as plain text: no TeX, no mathtext.
+PLAIN_TEXT = {"text.usetex": False, "text.parse_math": False}
+
+
 def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)) -> dict[str, list[float | None]]:
     """Expected L2 error of every candidate at ε × ``factors`` (same diagnostics; η and λ recomputed per ε)."""
     if ctx.modelling is None or ctx.selection is None:
@@ -51,12 +55,19 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
     labs = list(dict.fromkeys(v for pr in ctx.pairs for v in pr))
     pooled = diag.pooled_model.covariance(labs[0])
     out: dict[str, list[float | None]] = {"epsilon": [ctx.epsilon * f for f in factors]}
-    names = [c.name for c in ctx.selection.candidates if c.name not in ("dp-laplace", "dp-gauss")]
+    names = [c.name for c in ctx.selection.candidates
+             if c.name not in ("dp-laplace", "dp-gauss") and not c.reason.startswith("not evaluated")]
     for nm in names:
         out[nm] = []
+    done = {c.name: c for c in ctx.selection.candidates}
     for eps in out["epsilon"]:
         assert eps is not None
-        eta = ctx.delta / (2.0 * (1.0 + math.exp(eps)))
+        if eps == ctx.epsilon:  # the selection's own evaluation at the target ε
+            for nm in names:
+                c = done[nm]
+                out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
+            continue
+        eta = eta_for(eps, ctx.delta)
         if not isinstance(model, EmpiricalModel):  # declared model: the gaps are exact and do not depend on ε
             lam = diag.divergence_lambda
         else:
@@ -97,12 +108,23 @@ def attack_summary(ctx: PublicContext, *, reps: int = 5, n_datasets: int = 100) 
     return rows
 
 
+#: At most this many statistics get an f_θ panel; the others are listed under the figure.
+MAX_PANELS = 12
+
+
+def shown_statistics(m: int) -> list[int]:
+    """Indices of the statistics drawn in the f_θ figure (the first :data:`MAX_PANELS`)."""
+    return list(range(min(m, MAX_PANELS)))
+
+
 def _f_theta_figure(ctx: PublicContext) -> Figure:
     plt = _plt()
     assert ctx.modelling is not None
     model = ctx.modelling.model
     labs = list(model.labels)
-    m = model.dim
+    scale = np.ones(model.dim) if ctx.scale is None else np.asarray(ctx.scale, dtype=float)
+    shown = shown_statistics(model.dim)
+    m = len(shown)
     cols = min(m, 3)
     rows = int(math.ceil(m / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
@@ -111,34 +133,56 @@ def _f_theta_figure(ctx: PublicContext) -> Figure:
         if k >= m:
             ax.axis("off")
             continue
+        j = shown[k]
         for i, lab in enumerate(labs):
-            if isinstance(model, EmpiricalModel):
-                x = model.samples(lab)[:, k]
+            if isinstance(model, EmpiricalModel):  # the model is of D⁻¹F: drawn back in the statistic's units
+                x = model.samples(lab)[:, j] * scale[j]
                 ax.hist(x, bins=30, density=True, alpha=0.45, color=f"C{i}", label=f"θ = {lab}")
-                mu, sd = float(x.mean()), float(x.std(ddof=1))
+                mu, sd = float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else 0.0
                 lo, hi = float(x.min()), float(x.max())
             else:
-                mu, sd = float(model.mean(lab)[k]), float(math.sqrt(max(model.covariance(lab)[k, k], 0.0)))
+                mu = float(model.mean(lab)[j]) * scale[j]
+                sd = float(math.sqrt(max(model.covariance(lab)[j, j], 0.0))) * scale[j]
                 lo, hi = mu - 4 * sd, mu + 4 * sd
             if sd > 0:
                 t = np.linspace(lo, hi, 200)
                 ax.plot(t, np.exp(-0.5 * ((t - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), lw=1.2, color=f"C{i}",
                         label=None if isinstance(model, EmpiricalModel) else f"θ = {lab}")
-        ax.set_title(ctx.names[k], fontsize=9)
+        name = ctx.names[j]
+        short = name if len(name) <= 40 else name[:39] + "…"
+        ax.set_title(short, fontsize=9)
+        ax.set_xlabel(f"value of {short}", fontsize=8)
+        ax.set_ylabel("density", fontsize=8)
         ax.legend(fontsize=7)
     fig.suptitle("f_θ: the model of the statistics per θ" + (" (sampled datasets, Gaussian fits)"
                                                              if isinstance(model, EmpiricalModel) else " (declared)"))
     fig.tight_layout()
-    out = Figure("f_theta", fig, "f_θ per statistic, as modelled from the public inputs")
+    cap = "f_θ per statistic, as modelled from the public inputs"
+    if model.dim > m:
+        cap += f" (the first {m} of {model.dim} statistics)"
+    out = Figure("f_theta", fig, cap)
     plt.close(fig)
     return out
 
 
 def release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
                     attack_rows: list[dict[str, Any]] | None) -> list[Figure]:
-    """The figures of the release report (none when f_θ was modelled from the private table)."""
+    """The figures of the release report (none when f_θ was modelled from the private table).
+
+    User strings are drawn as plain text (:data:`PLAIN_TEXT`: no TeX, no mathtext), so a statistic
+    named ``$\\frac{$`` is shown as typed.
+    """
     if ctx.modelling is None or ctx.selection is None:
         return []
+    import matplotlib
+
+    with matplotlib.rc_context(PLAIN_TEXT):
+        return _release_figures(ctx, curves, attack_rows)
+
+
+def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
+                     attack_rows: list[dict[str, Any]] | None) -> list[Figure]:
+    assert ctx.selection is not None
     plt = _plt()
     figs = [_f_theta_figure(ctx)]
     chosen = ctx.selection.chosen
@@ -156,13 +200,14 @@ def release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     ax.set_yscale("log")
     ax.set_xticks(eps, [f"{e:g}" for e in eps])
     ax.minorticks_off()
-    ax.set_xlabel("ε")
-    ax.set_ylabel("expected L2 error E||Z||₂")
+    ax.set_xlabel("privacy parameter ε")
+    ax.set_ylabel("expected L2 error E||Z||₂ (standardised units)")
     ax.set_title(f"Expected error vs ε (δ = {ctx.delta:g}); valid mechanisms only")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    figs.append(Figure("error_vs_epsilon", fig, "expected L2 error of each mechanism whose guarantee holds, vs ε"))
+    figs.append(Figure("error_vs_epsilon", fig, "expected L2 error (of the standardised statistics) of each mechanism "
+                       "whose guarantee holds, vs ε"))
     plt.close(fig)
     if attack_rows is not None:
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -171,11 +216,13 @@ def release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
         xs = np.arange(len(kinds))
         for i, row in enumerate(attack_rows):
             ax.bar(xs + (i - 0.5) * width, [row[k] for k in kinds], width, label=row["setting"])
-        e = math.exp(ctx.epsilon)
-        ax.axhline((e + ctx.delta) / (1 + e), color="k", ls="--", lw=1, label="max allowed by (ε, δ)")
+        # (e^ε + δ)/(1 + e^ε) = 1/(1 + e^−ε) + δ/(1 + e^ε), overflow-free
+        cap = 1.0 / (1.0 + math.exp(-min(ctx.epsilon, 700.0))) + ctx.delta * math.exp(-float(np.logaddexp(0.0, ctx.epsilon)))
+        ax.axhline(min(cap, 1.0), color="k", ls="--", lw=1, label="max allowed by (ε, δ)")
         ax.axhline(0.5, color="grey", ls=":", lw=1)
         ax.set_xticks(xs, kinds)
         ax.set_ylim(0.4, 1.0)
+        ax.set_xlabel("attack")
         ax.set_ylabel("attack accuracy")
         ax.set_title(f"Property inference θ = {ctx.pairs[0][0]} vs {ctx.pairs[0][1]}")
         ax.legend(fontsize=8)
@@ -185,88 +232,151 @@ def release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     return figs
 
 
+def noise_warnings(doc: dict[str, Any]) -> list[str]:
+    """One line per statistic whose noise standard deviation exceeds its spread under the model."""
+    out = []
+    for st in doc["statistics"]:
+        ratio = st.get("noise_to_spread")
+        if ratio is not None and ratio > 1.0:
+            out.append(f"the noise on {st['name']!r} (std {st['noise_std']:.4g}) exceeds its spread under the model "
+                       f"({st['spread']:.4g}) by {ratio:.3g}×: its released value says little about it")
+    return out
+
+
+def _pairs_words(pairs: list[list[float]]) -> str:
+    return "; or ".join(f"{a:g} or {b:g}" for a, b in pairs)
+
+
+def _list(items: list[str], limit: int = 12) -> str:
+    shown = [md_escape(i) for i in items[:limit]]
+    more = f", … and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(shown) + more
+
+
 def release_sections(
     ctx: PublicContext, attack_rows: list[dict[str, Any]] | None = None, *, figures: bool = True
 ) -> list[Section]:
-    """Markdown sections of the release report (``figures=False``: no figure references, for stdout)."""
+    """Markdown sections of the release report (``figures=False``: no figure references, for stdout).
+
+    Every user string (statistic names and specifications, the predicate, file names inside notes,
+    assumption texts) goes through :func:`~distpriv.report.md_escape` / :func:`~distpriv.report.md_code`.
+    """
     doc = ctx.payload
     spec = doc["spec"]
     g = doc["guarantee"]
     noise = doc["noise"]
     figures = figures and ctx.public_model
+    exact = noise["grid"] is None
     sections: list[Section] = []
-    if doc["warnings"]:
-        body = "\n\n".join(f"**Warning:** {w}." for w in doc["warnings"])
+    protect = md_code(spec["protect"])
+    label = md_escape(doc["mechanism_label"])
+    # ---- the guarantee in words, its assumptions and the mechanism, first
+    words = (
+f"**What is protected.** The share of records with {protect}: anyone who sees these released values can "
+        f"tell whether that share is {_pairs_words(spec['pairs'])} only as well as "
+        f"({g['epsilon']:.4g}, {g['delta']:.3g})-distribution privacy allows (Chen & Ohrimenko Def. 3.2): every "
+        f"outcome is at most e^ε = e^{g['epsilon']:.4g} times as likely under one share as under the other, plus "
+        f"δ = {g['delta']:.3g}. Individual records are not what is protected.\n\n"
+        f"**Mechanism.** {label}, chosen among the mechanisms whose guarantee holds for the smallest expected error "
+        f"(by {md_escape(g['theorem'])}).\n\n"
+    )
+    if exact:
+        words += ("**The values are exact.** They were released **without noise**: Theorem 5.4 shows that, under the "
+                  "model below, the statistics themselves already meet the guarantee, so the released values are the "
+                  "true statistics of the table.\n\n")
+    words += "**The guarantee holds under these assumptions:**\n\n" + "\n".join(
+        f"- {md_escape(a)}" for a in g["assumptions"])
+    warns = [*doc["warnings"], *noise_warnings(doc)]
+    if warns:
+        body = "\n\n".join(f"**Warning:** {md_escape(w)}." for w in warns)
         if doc["data_dependent"]:
-            body += "\n\nData-dependent fields of `release.json`: " + ", ".join(f"`{f}`" for f in doc["data_dependent"])
+            body += "\n\nData-dependent fields of `release.json`: " + ", ".join(md_code(f) for f in doc["data_dependent"])
         sections.append(Section("Read this first", body))
-    rows = [{"statistic": s["name"], "spec": s["spec"], "released value": repr(s["value"]),
-             "noise std": s["noise_std"]} for s in doc["statistics"]]
-    pairs = ", ".join(f"{a} and {b}" for a, b in spec["pairs"])
-    if noise["grid"] is None:
-        note = ("Released **without noise** (Theorem 5.4): these are the statistics themselves, which the guarantee "
-                "below covers as they are.")
+    sections.append(Section("The guarantee in words", words))
+    # ---- the values
+    rows = [{"Statistic": md_escape(st["name"]), "Definition": md_code(st["spec"]),
+             "Released value": repr(st["value"]),
+             "Noise std. dev.": st["noise_std"], "Spread under the model": st.get("spread"),
+             "Noise / spread": st.get("noise_to_spread")} for st in doc["statistics"]]
+    cols = ["Statistic", "Definition", "Released value", "Noise std. dev.", "Spread under the model", "Noise / spread"]
+    if exact:
+        note = ("Released **exactly, without noise** (Theorem 5.4): these are the statistics of the table themselves, "
+                "and the guarantee above covers them as they are.")
     else:
-        note = (f"Every released value is a multiple of the grid g = 2^{noise['grid_log2']} = {noise['grid']!r}: the "
-                "noise was drawn exactly on it (see Noise). The true values are not shown.")
-    summary = (f"Released {len(rows)} statistic(s) with **{doc['mechanism_label']}**, hiding the share of records "
-               f"with `{spec['protect']}` between {pairs}.\n\n"
-               + markdown_table(rows, ["statistic", "spec", "released value", "noise std"], digits=4) + "\n" + note)
-    sections.append(Section("Release", summary))
-    guar = (f"({g['epsilon']:.4g}, {g['delta']:.3g})-{g['framework']} for Ψ = {[tuple(p) for p in spec['pairs']]} "
-            f"(target ({spec['epsilon']:g}, {spec['delta']:g})), by {g['theorem']}.\n\n"
-            "The guarantee rests on these assumptions:\n\n" + "\n".join(f"- {a}" for a in g["assumptions"]))
+        note = ("Each released value is the statistic plus noise, rounded to a power-of-two grid (its `grid` in "
+                "`release.json`) on which the noise was drawn exactly (see Noise). The noise of each statistic is "
+                "calibrated on the statistics divided by their spread under the model, so the units of one statistic "
+                "do not change the noise of another.")
+    summary = (f"Released {len(rows)} statistic(s) with **{label}**.\n\n"
+               + markdown_table(rows, cols, digits=4) + "\n" + note)
+    sections.append(Section("Released statistics", summary))
+    guar = (f"({g['epsilon']:.4g}, {g['delta']:.3g})-{md_escape(g['framework'])} for Ψ = "
+            f"{md_escape(str([tuple(p) for p in spec['pairs']]))} (target ({spec['epsilon']:g}, {spec['delta']:g})), "
+            f"by {md_escape(g['theorem'])}.")
     if g.get("notes"):
-        guar += "\n\nNotes:\n\n" + "\n".join(f"- {n}" for n in g["notes"])
+        guar += "\n\nNotes:\n\n" + "\n".join(f"- {md_escape(n)}" for n in g["notes"])
     if doc["report"]["correction"]:
-        guar += f"\n\nCorrection applied: {doc['report']['correction']}."
-    sections.append(Section("Guarantee", guar))
+        guar += f"\n\nCorrection applied: {md_escape(doc['report']['correction'])}."
+    sections.append(Section("Guarantee details", guar))
     randomness = ("fresh entropy from the operating system, drawn for this release only" if doc["randomness"] == "os"
                   else "**a seeded generator (--seed): not private**")
-    if noise["grid"] is None:
+    if exact:
         nz = "No noise is added (Theorem 5.4)."
     else:
-        nz = (f"Noise {noise['kind']} ({'in a rotated orthonormal basis' if noise['basis'] == 'rotated' else 'per statistic'}), "
-              f"expected L2 error E||Z||₂ = {noise['expected_l2_error']:.4g}; randomness: {randomness}. "
-              f"Sampler: {noise['sampler']}: the output has exactly the law of the ideal noisy statistics rounded to "
-              f"the grid g = {noise['grid']!r}, whatever the statistics are, so no floating-point rounding pattern "
-              "reveals them (Mironov 2012).")
+        nz = (f"Noise {md_escape(noise['kind'])} "
+              f"({'in a rotated orthonormal basis' if noise['basis'] == 'rotated' else 'per statistic'}) on the "
+              f"standardised statistics F_k/d_k (d_k = the spread column above), expected L2 error "
+              f"E||Z||₂ = {noise['expected_l2_error']:.4g} in those units; randomness: {randomness}. "
+              f"Sampler: {md_escape(noise['sampler'])}: the output has exactly the law of the ideal noisy statistics "
+              f"rounded to the grid g = {noise['grid']!r}, whatever the statistics are, so no floating-point rounding "
+              "pattern reveals them (Mironov 2012); each value is then multiplied by d_k and rounded to the power-of-"
+              "two grid g_k <= d_k·g (post-processing).")
         if noise.get("theorem_5_7"):
             t = noise["theorem_5_7"]
-            nz += (f"\n\nTheorem 5.7 noise Lap({noise['extra_laplace_scale']:.6g}) per statistic uses W + m·g = "
-                   f"{t['W_with_grid']:.6g} instead of W = {t['W']:.6g}, paying for the grid rounding of the first stage.")
+            nz += (f"\n\nTheorem 5.7 noise Lap({noise['extra_laplace_scale']:.6g}) per standardised statistic uses "
+                   f"W + m·g = {t['W_with_grid']:.6g} instead of W = {t['W']:.6g}, paying for the grid rounding of the "
+                   "first stage.")
     sections.append(Section("Noise", nz))
     mod = doc["report"]["modelling"]
-    sections.append(Section("How f_θ was modelled", mod["note"] + (
-        f"\n\n{mod['samples_per_theta']} datasets were sampled per θ." if mod["samples_per_theta"] else ""),
-        ["f_theta"] if figures else []))
+    body = md_escape(mod["note"]) + (
+        f"\n\n{mod['samples_per_theta']} datasets were sampled per θ." if mod["samples_per_theta"] else "")
+    names = [st["name"] for st in doc["statistics"]]
+    if figures and len(names) > MAX_PANELS:
+        body += (f"\n\nThe figure shows the first {MAX_PANELS} of {len(names)} statistics; not shown: "
+                 + _list(names[MAX_PANELS:], 50) + ".")
+    sections.append(Section("How f_θ was modelled", body, ["f_theta"] if figures else []))
     diag = doc["report"].get("diagnostics")
     if diag is not None:
-        tests = markdown_table([{"assumption": k.replace("_", " "), "holds": "yes" if t["holds"] else "rejected",
-                                 "adjusted p": t["p_value"], "test": t["detail"]} for k, t in diag["tests"].items()],
-                               ["assumption", "holds", "adjusted p", "test"])
+        tests = markdown_table([{"Assumption": k.replace("_", " "), "Holds?": "yes" if t["holds"] else "rejected",
+                                 "Adjusted p-value": t["p_value"], "Test": md_escape(t["detail"])}
+                                for k, t in diag["tests"].items()],
+                               ["Assumption", "Holds?", "Adjusted p-value", "Test"])
         sections.append(Section("Assumption diagnostics", (
-            f"Tests at level α = {diag['alpha']} on the public model (not rejecting is not a proof).\n\n{tests}\n"
-            f"Gaps paid for by the corrections: translation W = {diag['translation_gap_W']:.4g}, "
+            f"Tests at level α = {diag['alpha']} on the public model of the standardised statistics (not rejecting "
+            f"is not a proof).\n\n{tests}\n"
+            f"Gaps paid for by the corrections (standardised units): translation W = {diag['translation_gap_W']:.4g}, "
             f"Gaussian W = {diag['gaussian_gap_W']:.4g} (Thm 5.7, L1 W∞ estimates), divergence λ = "
             f"{diag['divergence_gap_lambda']:.4g} at η = {diag['eta']:.3g} (Thm 5.6).")))
-    cand_rows = [{"mechanism": c["label"],
-                  "status": "chosen" if c["mechanism"] == doc["mechanism"] else ("kept" if c["kept"] else "rejected"),
-                  "expected L2 error": c["expected_l2_error"] if c["kept"] else None,
-                  "why": (c["correction"] or c["reason"]) if c["kept"] else c["reason"]}
+    cand_rows = [{"Mechanism": md_escape(c["label"]),
+                  "Status": "chosen" if c["mechanism"] == doc["mechanism"] else ("kept" if c["kept"] else "rejected"),
+                  "Expected error": c["expected_l2_error"] if c["kept"] else None,
+                  "Reason": md_escape((c["correction"] or c["reason"]) if c["kept"] else c["reason"])}
                  for c in doc["report"]["candidates"]]
     sections.append(Section(
         "Mechanism choice",
-        "Every applicable mechanism was calibrated for the target; those whose guarantee holds (directly or after a "
-        "Theorem 5.6/5.7 correction) were kept, and the smallest expected error won.\n\n"
-        + markdown_table(cand_rows, ["mechanism", "status", "expected L2 error", "why"]),
+        "Every applicable mechanism was calibrated for the target on the standardised statistics; those whose "
+        "guarantee holds (directly or after a Theorem 5.6/5.7 correction) were kept, and the smallest expected L2 "
+        "error (standardised units) won.\n\n"
+        + markdown_table(cand_rows, ["Mechanism", "Status", "Expected error", "Reason"]),
         ["error_vs_epsilon"] if figures else []))
     if attack_rows is not None:
+        att = [{"Setting": md_escape(r["setting"]), "Meta-classifier": r["meta-classifier"], "Adaptive": r["adaptive"],
+                "Likelihood ratio": r["likelihood-ratio"]} for r in attack_rows]
         sections.append(Section(
             "Attacks before and after",
             "Accuracy of property-inference attacks distinguishing the first pair, on datasets drawn from the model "
             "(5 repetitions × 100 test datasets; see `distpriv audit` for a full audit).\n\n"
-            + markdown_table(attack_rows, ["setting", "meta-classifier", "adaptive", "likelihood-ratio"]),
+            + markdown_table(att, ["Setting", "Meta-classifier", "Adaptive", "Likelihood ratio"]),
             ["attack_accuracy"] if figures else [],
         ))
     comp = doc.get("composition")
@@ -274,8 +384,9 @@ def release_sections(
         cg = comp["guarantee"]
         sections.append(Section(
             "Composition with earlier releases",
-            f"Composed by Chen & Ohrimenko Prop. {comp['proposition']}: total ({cg['epsilon']:.4g}, {cg['delta']:.3g}) "
-            f"over {comp['releases']} releases.\n\n" + "\n".join(f"- {a}" for a in cg["assumptions"][-2:]),
+            f"Composed by Chen & Ohrimenko Prop. {md_escape(comp['proposition'])}: total ({cg['epsilon']:.4g}, "
+            f"{cg['delta']:.3g}) over {comp['releases']} releases.\n\n"
+            + "\n".join(f"- {md_escape(a)}" for a in cg["assumptions"][-2:]),
         ))
     return sections
 

@@ -127,6 +127,11 @@ class TestResult:
 MIN_BINS = 3
 
 
+def eta_for(epsilon: float, delta: float) -> float:
+    """η = δ / (2(1 + e^ε)) of Theorem 5.6, in log space (no overflow for ε up to 1e6 and beyond)."""
+    return 0.5 * delta * math.exp(-float(np.logaddexp(0.0, epsilon)))
+
+
 def histogram_bins(n_samples: int, dim: int) -> int:
     """Cells per axis used by :func:`distpriv.relaxed.approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋)."""
     return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
@@ -306,7 +311,7 @@ def diagnose_assumptions(
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
     gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
              for lab in labs)
-    eta = delta / (2.0 * (1.0 + math.exp(epsilon)))
+    eta = eta_for(epsilon, delta)
     n_min = min(model.samples(lab).shape[0] for lab in labs)
     if histogram_bins(n_min, model.dim) < MIN_BINS:
         lam = math.inf
@@ -405,13 +410,87 @@ def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
     return guarantee.epsilon <= epsilon * (1 + 1e-9) and guarantee.delta <= delta * (1 + 1e-9)
 
 
+_L2_DRAWS = 200_000
+_L2_CACHE: dict[tuple[Any, ...], float] = {}
+#: Monte Carlo draws are generated in blocks of at most this many numbers (memory bound for many statistics).
+_BLOCK = 5_000_000
+#: In ``auto`` mode, the candidates whose δ is computed exactly from Gaussian output laws with unequal
+#: covariances (None (Thm 5.4), EigM, DauM) are evaluated for at most this many statistics: the exact
+#: profile's cost grows quickly with m (tens of seconds each at m = 30). Beyond it they are listed as not
+#: evaluated; naming one with ``--mechanism`` still evaluates it.
+MAX_EXACT_GAUSSIAN_DIM = 20
+_EXACT_GAUSSIAN = ("none", "eigm", "daum")
+
+
+def _draws_for(dim: int, draws: int) -> int:
+    """Monte Carlo draws for E||Z||₂ in ``dim`` dimensions: all up to 25 statistics, then ~5·10⁶/m (>= 5,000).
+
+    ||Z||₂ concentrates as m grows (its relative spread is O(1/√m)), so fewer draws keep the same accuracy.
+    """
+    return draws if dim <= 25 else max(5_000, min(draws, _BLOCK // dim))
+
+
+def _chunks(n: int, dim: int) -> list[int]:
+    """Row counts of the blocks of an (n, dim) draw, each at most :data:`_BLOCK` numbers (one block if it fits)."""
+    rows = max(1, _BLOCK // max(dim, 1))
+    return [min(rows, n - i) for i in range(0, n, rows)]
+
+
+def expected_l2(mech: Mechanism) -> float:
+    """E||Z||₂ of a mechanism's noise, Monte Carlo computed once per normalised noise shape.
+
+    E||Z||₂ is homogeneous (E||cZ|| = c E||Z||) and depends on a Gaussian Z only through the eigenvalues
+    of its covariance, on a Laplace Z = B(L ⊙ s) (orthonormal B) only through the scales s. So the estimate
+    is c·E||Z₀|| for the shape Z₀ = Z/c (c the largest std or scale), with E||Z₀|| estimated from 200,000
+    draws at a fixed seed and cached: a pure function of the shape (the same value whatever was evaluated
+    before), computed once per shape instead of once per calibration (the ε sweep of the report reuses it).
+    Closed forms (one direction, isotropic Gaussian) are the mechanism's own.
+    """
+    if mech.kind == "none":
+        return 0.0
+    if mech.kind == "laplace":
+        sc = np.abs(np.asarray(mech.scales, dtype=float).ravel())
+        if sc.size <= 1 or not sc.max(initial=0.0) > 0:
+            return mech.expected_l2_error
+        top = float(sc.max())
+        shape = np.round(np.sort(sc / top), 12)
+        key: tuple[Any, ...] = ("laplace", *shape.tolist())
+    else:
+        w = np.clip(np.linalg.eigvalsh(np.asarray(mech.noise_covariance, dtype=float)), 0.0, None)
+        tol = 1e-12 * max(1.0, float(w.max(initial=0.0)))
+        pos = w[w > tol]
+        if pos.size == 0 or np.allclose(pos, pos[0], rtol=1e-9):
+            return mech.expected_l2_error  # closed form
+        top = float(math.sqrt(pos.max()))
+        shape = np.round(np.sort(np.sqrt(pos) / top), 12)
+        key = ("gaussian", *shape.tolist())
+    n_draws = _draws_for(shape.size, _L2_DRAWS)
+    if key not in _L2_CACHE:
+        g = np.random.default_rng(_MC_SEED)
+        total = 0.0
+        for rows in _chunks(n_draws, shape.size):
+            draws = (g.laplace(0.0, 1.0, size=(rows, shape.size)) if key[0] == "laplace"
+                     else g.standard_normal((rows, shape.size))) * shape
+            total += float(np.linalg.norm(draws, axis=1).sum())
+        _L2_CACHE[key] = total / n_draws
+    value = top * _L2_CACHE[key]
+    mech.details["_mc_l2"] = value
+    mech.details["expected_l2_error_method"] = (f"monte-carlo on the normalised noise shape ({n_draws:,} draws, "
+                                                f"seed {_MC_SEED}), scaled")
+    return value
+
+
 def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
     if extra == 0.0:
-        return 0.0 if base is None else base.expected_l2_error
+        return 0.0 if base is None else expected_l2(base)
     g = np.random.default_rng(_MC_SEED)
-    z = np.zeros((_MC_DRAWS, dim)) if base is None else base.sample_noise(_MC_DRAWS, g)
-    z = z + g.laplace(0.0, extra, size=(_MC_DRAWS, dim))
-    return float(np.linalg.norm(z, axis=1).mean())
+    n = _draws_for(dim, _MC_DRAWS)
+    total = 0.0
+    for rows in _chunks(n, dim):
+        z = np.zeros((rows, dim)) if base is None else base.sample_noise(rows, g)
+        z = z + g.laplace(0.0, extra, size=(rows, dim))
+        total += float(np.linalg.norm(z, axis=1).sum())
+    return total / n
 
 
 def _test_text(diag: Diagnostics, assumption: str) -> str:
@@ -442,8 +521,10 @@ def _theorem_5_7(
             return math.inf
         return m.expected_squared_error + 2.0 * dim * (w / lam) ** 2
 
-    res = optimize.minimize_scalar(objective, bounds=(1e-6 * eps, eps / 2 * (1 - 1e-6)), method="bounded",
-                                   options={"xatol": 1e-4 * eps})
+    # λ <= ln δ + 700 keeps e^{−λ}δ a positive double (δ down to 1e-300 with ε up to 1e6)
+    hi = min(eps / 2 * (1 - 1e-6), max(math.log(delta) + 700.0, 2e-6 * eps))
+    res = optimize.minimize_scalar(objective, bounds=(1e-6 * eps, hi), method="bounded",
+                                   options={"xatol": 1e-4 * min(eps, hi)})
     lam = float(res.x)
     base = _calibrate(name, model, pairs, eps - 2 * lam, math.exp(-lam) * delta, calibration, opts)
     t = relaxed.theorem_5_7(base.guarantee.epsilon, base.guarantee.delta, w, lam, dim)
@@ -497,7 +578,7 @@ def evaluate_candidate(
             g = _finalise(mech.guarantee, mech.guarantee.epsilon, mech.guarantee.delta, passed, None)
             reason = "no shape assumption on f_θ" if not needs else (
                 "values assumed within the observed ranges" if needs == ("bounded",) else "assumptions not rejected")
-            return Candidate(name, label, True, reason, dim, mech, 0.0, None, g, mech.expected_l2_error)
+            return Candidate(name, label, True, reason, dim, mech, 0.0, None, g, expected_l2(mech))
         if not isinstance(model, EmpiricalModel):
             return Candidate(name, label, False, "assumptions rejected, and the Theorem 5.6/5.7 corrections need "
                              "samples of F (an EmpiricalModel)", dim)
@@ -549,7 +630,9 @@ def _corrected(
         eta = diag.eta
         if math.isfinite(lam) and eps - 2 * lam > 0:
             e_b = eps - 2 * lam
-            d_b = (delta - (1 + math.exp(e_b + lam)) * eta) * math.exp(-lam)
+            # (δ − (1 + e^{ε_b+λ})η) e^{−λ}, with (1 + e^{ε_b+λ})η = (δ/2)·e^{log(1+e^{ε_b+λ}) − log(1+e^ε)}
+            paid = 0.5 * delta * math.exp(float(np.logaddexp(0.0, e_b + lam) - np.logaddexp(0.0, eps)))
+            d_b = (delta - paid) * math.exp(-lam)
             if d_b > 0:
                 try:
                     if name == "none":
@@ -569,7 +652,7 @@ def _corrected(
                             "not of the true f_θ")
                         options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.6", dim, mech,
                                                  0.0, f"Thm 5.6: f_θ approximated by {what}; λ = {lam:.4g} at η = {eta:.3g}, "
-                                                 f"base at (ε, δ) = ({e_b:.4g}, {d_b:.3g})", g, mech.expected_l2_error,
+                                                 f"base at (ε, δ) = ({e_b:.4g}, {d_b:.3g})", g, expected_l2(mech),
                                                  {"lambda": lam, "eta": eta}))
                 except DistPrivError as exc:
                     notes.append(f"Thm 5.6 not applicable: {exc}")
@@ -603,7 +686,7 @@ def _noiseless_5_7(
         except DistPrivError:
             return False
 
-    lo, hi = 0.0, eps / 2 * (1 - 1e-9)
+    lo, hi = 0.0, min(eps / 2 * (1 - 1e-9), max(math.log(delta) + 700.0, 2e-9 * eps))  # e^{−λ}δ stays > 0
     if not ok(1e-9 * eps):
         chk = check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
         raise InvalidParameterError(
@@ -669,8 +752,15 @@ def select_mechanism(
         raise InvalidTypeError("model: testing the assumptions needs an EmpiricalModel (samples of F); "
                                "pass diagnostics= for a declared GaussianModel")
     names = CANDIDATES if mechanism == "auto" else (mechanism,)
-    cands = [evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
-                                sensitivities=sensitivities, n=n) for nm in names]
+    cands = [
+        Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at most "
+                  f"{MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with --mechanism to "
+                  "try", model.dim)
+        if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
+        evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
+                           sensitivities=sensitivities, n=n)
+        for nm in names
+    ]
     kept = [c for c in cands if c.kept]
     if not kept:
         if mechanism != "auto":
