@@ -43,7 +43,7 @@ def _plt() -> Any:
 
 
 #: Figures show user strings (statistic names, predicates) as plain text: no TeX, no mathtext.
-PLAIN_TEXT = {"text.usetex": False, "text.parse_math": False}
+PLAIN_TEXT: Any = {"text.usetex": False, "text.parse_math": False}
 
 
 def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)) -> dict[str, list[float | None]]:
