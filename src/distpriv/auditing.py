@@ -738,9 +738,9 @@ def _local_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> _S
         with np.errstate(divide="ignore"):
             la0, la1 = np.log(a0), np.log(a1)
 
-        def score(y: NDArray[np.int64]) -> NDArray[np.float64]:
+        def score(t: NDArray[np.int64]) -> NDArray[np.float64]:
             with np.errstate(invalid="ignore"):
-                s = la1[y] - la0[y]
+                s = la1[t] - la0[t]
             return np.nan_to_num(s, nan=0.0, posinf=np.inf, neginf=-np.inf)
         note = "exact log-likelihood ratio ln A#(λ1)[y] − ln A#(λ0)[y]"
 
@@ -771,7 +771,7 @@ def _round_scores(s: NDArray[np.float64], digits: int = SCORE_DIGITS) -> NDArray
     return out
 
 
-def _tail_rates(sorted_scores: NDArray[np.float64], t: NDArray[np.float64], tail: str) -> NDArray[np.float64]:
+def _tail_rates(sorted_scores: NDArray[np.float64], t: NDArray[np.float64], tail: str) -> NDArray[np.int64]:
     """Counts of scores >= t (``">="``) or <= t (``"<="``) for sorted scores."""
     n = len(sorted_scores)
     if tail == ">=":
@@ -825,6 +825,11 @@ def _roc(s0: NDArray[np.float64], s1: NDArray[np.float64], tail: str) -> tuple[N
 # --------------------------------------------------------------------------- entry point
 #: Releases scored per call of the scorer (progress granularity; the scores do not depend on it).
 SCORE_CHUNK = 50_000
+
+
+def _stage(tick: Callable[[float], None], start: float, width: float) -> Callable[[float], None]:
+    """Progress of one stage: fraction f of it is overall ``start + width · f``."""
+    return lambda f: tick(start + width * f)
 
 
 def _score_chunked(scorer: Scorer, releases: Any, tick: Callable[[float], None]) -> NDArray[np.float64]:
@@ -987,7 +992,7 @@ def audit(
             f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)"
         )
     n_train, n_sel, n_eval = _split(n_trials, classifier)
-    tick = progress if progress is not None else (lambda f: None)
+    tick: Callable[[float], None] = progress if progress is not None else (lambda f: None)
     tick(0.0)
     rel = []
     for i in (0, 1):
@@ -1000,7 +1005,7 @@ def audit(
     else:
         assert setting.scorer is not None
         scorer = setting.scorer
-    scores = [_round_scores(_score_chunked(scorer, r[n_train:], lambda f, i=i: tick(0.2 + 0.35 * (i + f))))
+    scores = [_round_scores(_score_chunked(scorer, r[n_train:], _stage(tick, 0.2 + 0.35 * i, 0.35)))
               for i, r in enumerate(rel)]
     sel = [s[:n_sel] for s in scores]
     ev = [s[n_sel:] for s in scores]

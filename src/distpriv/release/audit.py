@@ -243,6 +243,7 @@ def local_mechanism(matrix: str | Path | None, randomized_response: str | None, 
 
     from .. import local
 
+    mech: Any
     if (matrix is None) == (randomized_response is None):
         raise InvalidParameterError("--matrix, --randomized-response: give exactly one of them")
     if matrix is not None:
