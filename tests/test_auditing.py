@@ -446,3 +446,15 @@ def test_special_functions_used_are_consistent() -> None:
         math.exp(-z / b) * special.erfc((s / b - z / s) / math.sqrt(2))
         + math.exp(z / b) * special.erfc((s / b + z / s) / math.sqrt(2)))
     assert math.exp(au._log_gauss_laplace(np.array([z]), s, b)[0]) == pytest.approx(erfc_form, rel=1e-12)
+
+
+def test_progress_reports_monotone_fractions_and_leaves_the_result_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = dp.GaussianModel(means={0: [0.0], 1: [1.0]}, covariances={0: [[1.0]], 1: [[1.0]]})
+    mech = dp.calibrate("eigm", model, [(0, 1)], epsilon=1.0, delta=1e-3)
+    plain = dp.audit(mech, model, (0, 1), trials=3_000, rng=7)
+    monkeypatch.setattr(au, "SCORE_CHUNK", 500)  # scoring in chunks must not change a score
+    seen: list[float] = []
+    chunked = dp.audit(mech, model, (0, 1), trials=3_000, rng=7, progress=seen.append)
+    assert chunked.epsilon_lower == plain.epsilon_lower and chunked.best == plain.best
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and bool(np.all(np.diff(seen) >= 0))
+    assert len(seen) >= 2 + 2 * 5  # draws, then 5 chunks of 500 evaluation+selection releases per secret

@@ -823,6 +823,29 @@ def _roc(s0: NDArray[np.float64], s1: NDArray[np.float64], tail: str) -> tuple[N
 
 
 # --------------------------------------------------------------------------- entry point
+#: Releases scored per call of the scorer (progress granularity; the scores do not depend on it).
+SCORE_CHUNK = 50_000
+
+
+def _stage(tick: Callable[[float], None], start: float, width: float) -> Callable[[float], None]:
+    """Progress of one stage: fraction f of it is overall ``start + width · f``."""
+    return lambda f: tick(start + width * f)
+
+
+def _score_chunked(scorer: Scorer, releases: Any, tick: Callable[[float], None]) -> NDArray[np.float64]:
+    """``scorer(releases)`` in chunks of :data:`SCORE_CHUNK` rows, reporting the fraction scored."""
+    n = len(releases)
+    if n <= SCORE_CHUNK:
+        out = np.asarray(scorer(releases), dtype=float)
+        tick(1.0)
+        return out
+    parts = []
+    for a in range(0, n, SCORE_CHUNK):
+        parts.append(np.asarray(scorer(releases[a:a + SCORE_CHUNK]), dtype=float))
+        tick(min(a + SCORE_CHUNK, n) / n)
+    return np.concatenate(parts)
+
+
 def _resolve_claim(mechanism: Any, claim: Any, local: bool) -> Guarantee:
     if claim is None:
         g = getattr(mechanism, "guarantee", None)
@@ -885,6 +908,7 @@ def audit(
     rng: RngLike = None,
     claim: Guarantee | tuple[float, float] | None = None,
     tests: int = 1,
+    progress: Callable[[float], None] | None = None,
 ) -> AuditReport:
     """Audit ``mechanism``'s claim on the secret ``pair``: a lower bound on ε at the claimed δ.
 
@@ -918,6 +942,9 @@ def audit(
         Overrides the mechanism's guarantee: a :class:`~distpriv.Guarantee` or (ε, δ).
     tests:
         How many selected tests are evaluated (Bonferroni over 2 · tests bounds).
+    progress:
+        Called with the fraction of the work done (0 to 1) after each stage (drawing,
+        scoring in chunks, evaluating); the CLI's progress bar. No effect on the result.
 
     Returns
     -------
@@ -965,7 +992,12 @@ def audit(
             f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)"
         )
     n_train, n_sel, n_eval = _split(n_trials, classifier)
-    rel = [setting.draw(i, n_trials, g) for i in (0, 1)]
+    tick: Callable[[float], None] = progress if progress is not None else (lambda f: None)
+    tick(0.0)
+    rel = []
+    for i in (0, 1):
+        rel.append(setting.draw(i, n_trials, g))
+        tick(0.1 * (i + 1))
     if classifier:
         scorer = _classifier_scorer(rel[0][:n_train], rel[1][:n_train], g)
         if setting.scorer_name != "classifier":
@@ -973,7 +1005,8 @@ def audit(
     else:
         assert setting.scorer is not None
         scorer = setting.scorer
-    scores = [_round_scores(scorer(r[n_train:])) for r in rel]
+    scores = [_round_scores(_score_chunked(scorer, r[n_train:], _stage(tick, 0.2 + 0.35 * i, 0.35)))
+              for i, r in enumerate(rel)]
     sel = [s[:n_sel] for s in scores]
     ev = [s[n_sel:] for s in scores]
     chosen = _select(sel[0], sel[1], delta, 1.0 - (1.0 - level) / SELECTION_STRICTNESS, k_tests)
@@ -989,6 +1022,7 @@ def audit(
         eps = float(epsilon_from_rates(lo, hi, delta))
         kept.append(AuditTest(ab[1] if tail == ">=" else ab[0], tail, t, fp, n_eval, tp, n_eval, hi, lo, eps, sel_eps))
     exact = setting.exact_epsilon(delta)
+    tick(1.0)
     return AuditReport(
         epsilon_lower=max(t.epsilon for t in kept),
         claimed=claimed,
@@ -1033,7 +1067,7 @@ def plot_audit(report: AuditReport, ax: Any = None) -> Any:
         bound = np.minimum(math.exp(eps) * x + d, 1.0 - math.exp(-eps) * (1.0 - d - x))
         ax.fill_between(x, floor, np.clip(bound, floor, 1.0), color="tab:green", alpha=0.15,
                         label=f"claimed region (ε = {eps:.3g}, δ = {d:.2g})")
-    a, b = report.pair
+    a, b = _plain(report.pair[0]), _plain(report.pair[1])
     for (fpr, tpr), lab in ((report.roc, f"guess {b} when s ≥ t"), (report.roc_mirrored, f"guess {a} when s ≤ t")):
         ok = (fpr > 0) & (tpr > 0)
         ax.plot(fpr[ok], tpr[ok], lw=1.2, label=f"ROC: {lab}")
@@ -1051,7 +1085,11 @@ def plot_audit(report: AuditReport, ax: Any = None) -> Any:
     ax.set_ylim(floor, 1.05)
     ax.set_xlabel("false-positive rate")
     ax.set_ylabel("true-positive rate")
-    ax.set_title(f"audit of {report.claimed.mechanism} on {report.pair} ({report.scorer})", fontsize=9)
+    ax.set_title(f"audit of {_plain(report.claimed.mechanism)} on ({a}, {b}) ({report.scorer})", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
+
+def _plain(x: Any) -> str:
+    """``str(x)`` shown literally by matplotlib: ``$`` escaped so user labels never start mathtext."""
+    return str(x).replace("$", r"\$")

@@ -18,11 +18,14 @@ from ..errors import InvalidParameterError
 __all__ = ["AUDIT_SCOPE", "audit", "register"]
 
 AUDIT_SCOPE = (
-    "This audit tests the noise of the mechanism a release would use, under the model of f_θ it was calibrated "
-    "on: attackers who know that model try to tell the pairs of Ψ apart from one release, and their best accuracy "
-    "gives an empirical lower bound on ε. It does not test whether the model describes the real data, nor what an "
-    "attacker knows beyond it. A side-channel check releases two synthetic datasets differing only in θ through "
-    "the real public-output path and fails if the public outputs differ beyond the noisy values."
+    "This audit tests the noise of the mechanism a release would use against a model of f_θ — the model it was "
+    "calibrated on, or the auditor's own (--audit-model): for every pair of Ψ it releases many query values drawn "
+    "from that model, scores them with the strongest attacker available and turns the false- and true-positive "
+    "rates of the best test into a lower bound on ε (dp.audit). It does not test whether the model describes the "
+    "real data, nor what an attacker knows beyond it; with --model-from-data the model is the private rows. A "
+    "side-channel check releases two synthetic datasets differing only in θ through the real public-output path and "
+    "fails if the public outputs differ beyond the noisy values. Exit code 3: a claim was refuted; 1: the "
+    "side-channel check failed."
 )
 
 _DATA = typer.Argument(None, help="CSV or Parquet table (or 'data' in --config).", show_default=False)
@@ -45,6 +48,8 @@ _SEED = typer.Option(None, "--seed", help="Seed the noise: tests and reproductio
 _N = typer.Option(None, "--n", help="Records per dataset (default: rows of the data; treated as public).")
 _SAMPLES = typer.Option(None, "--samples", help="Datasets sampled per θ to estimate f_θ (default 1000).")
 _CAL = typer.Option(None, "--calibration", help="Gaussian calibration: exact (default) or classic.")
+_TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret drawn from the auditor's model.")
+_CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
@@ -77,25 +82,17 @@ def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
               "(see the report)", file=sys.stderr)
 
 
-def audit(prep: Any, selection: Any, *, reps: int = 20, datasets: int = 200, confidence: float = 0.95) -> Any:
-    """Audit the selected mechanism of a prepared release (no values are released)."""
-    from ..release.audit import run_audit
-    from ..release.noise import plan_noise
+def audit(prep: Any, selection: Any, *, trials: int = 20_000, confidence: float = 0.95, audit_model: Any = None,
+          model_source: str | None = None, progress: Any = None) -> Any:
+    """Audit the selected mechanism of a prepared release with dp.audit, every pair of Ψ (no values are released)."""
+    from ..release.audit import audit_release
 
-    spec = prep.spec
-    g = plan_noise(selection.chosen).guarantee
-    model = prep.modelling.model
-    gauss = model.to_gaussian() if hasattr(model, "to_gaussian") else model
-    rng = prep.stream(3) if spec.seed is None else spec.seed
-    return run_audit(
-        prep.modelling.sampler, selection.chosen, list(spec.pairs), gaussian_model=gauss,
-        claimed_epsilon=g.epsilon, claimed_delta=g.delta, reps=reps, n_shadow=datasets, n_test=datasets,
-        confidence=confidence, rng=rng,
-    )
+    return audit_release(prep, selection, trials=trials, confidence=confidence, audit_model=audit_model,
+                         model_source=model_source, progress=progress)
 
 
 def register(app: typer.Typer) -> None:
-    """Add the top-level ``release`` and ``audit`` commands to the ``distpriv`` app."""
+    """Add the top-level ``release``, ``audit`` and ``audit-local`` commands to the ``distpriv`` app."""
 
     @app.command("release")
     def release_cmd(
@@ -122,6 +119,9 @@ def register(app: typer.Typer) -> None:
                                             help="--out folder of an earlier release to compose with (repeatable)."),
         independent: bool = typer.Option(False, "--independent",
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
+        audit_release: bool = typer.Option(False, "--audit",
+                                           help="Also audit the chosen mechanism (dp.audit) and add it to the report."),
+        trials: int = _TRIALS,
         force: bool = _FORCE,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
@@ -137,30 +137,51 @@ def register(app: typer.Typer) -> None:
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
                           calibration=calibration, seed=seed, previous=previous, independent=independent or None)
         _warn_seeded(spec.seed)
+        if audit_release:
+            from ..release.audit import check_audit_options
+
+            check_audit_options(trials, 0.95)
+            if spec.model_from_data:
+                raise InvalidParameterError("--audit: not with --model-from-data (the audit would draw the private "
+                                            "rows into the public report); run `distpriv audit` instead")
+        from ..release.audit_report import audit_figures, audit_progress, audit_sections
         from ..release.outdir import OutputFolder
         from ..release.progress import Stages
 
         folder = OutputFolder(out, force=force) if out is not None else None
-        with folder or _nullcontext(), Stages("distpriv release") as stages:
-            stages.step("reading the data and modelling f_θ")
-            prep = prepare(spec)
-            stages.step("choosing the mechanism and drawing the noise")
-            result = release(prep)
+        checked = None
+        with folder or _nullcontext():
+            with Stages("distpriv release") as stages:
+                stages.step("reading the data and modelling f_θ")
+                prep = prepare(spec)
+                stages.step("choosing the mechanism and drawing the noise")
+                result = release(prep)
+            if audit_release:  # its own progress bar (one live display at a time)
+                with audit_progress("auditing") as tick:
+                    checked = audit(result.prepared, result.selection, trials=trials, progress=tick)
             if folder is not None:
                 from ..release.output import write_release
 
                 assert folder.path is not None
-                stages.step("writing the report")
-                write_release(result, folder.path)
+                extra = None if checked is None else (audit_sections(checked), audit_figures(checked.reports))
+                with Stages("distpriv release") as stages:
+                    stages.step("writing the report")
+                    write_release(result, folder.path, extra=extra)
                 folder.commit()
         _warn_noise(result.to_json())
         if fmt == "json":
-            print(dumps(result.to_json()))
+            doc = result.to_json()
+            if checked is not None:
+                doc["audit"] = checked.to_dict()
+            print(dumps(doc))
         else:
             from ..release.public import public_context
             from ..release.render import release_sections
 
-            print(render_markdown("distpriv release", release_sections(public_context(result), figures=False)))
+            secs = release_sections(public_context(result), figures=False)
+            if checked is not None:
+                secs += audit_sections(checked, figures=False)
+            print(render_markdown("distpriv release", secs))
 
     @app.command("audit")
     def audit_cmd(
@@ -179,73 +200,137 @@ def register(app: typer.Typer) -> None:
         config: Path = _CONFIG,
         fmt: str = _FMT,
         out: Path = _OUT,
-        seed: int = typer.Option(None, "--seed", help="Seed of the attack simulations (default: from the public inputs)."),
+        seed: int = typer.Option(None, "--seed", help="Seed of the audit's draws (default: from the public inputs)."),
         n: int = _N,
         samples: int = _SAMPLES,
         calibration: str = _CAL,
-        reps: int = typer.Option(20, "--reps", help="Attack repetitions."),
-        datasets: int = typer.Option(200, "--datasets", help="Shadow and test datasets per repetition (even)."),
-        confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the ε lower bound."),
+        trials: int = _TRIALS,
+        confidence: float = _CONFIDENCE,
+        audit_model: Path = typer.Option(None, "--audit-model",
+                                         help="Auditor's f_θ (declared-model JSON/TOML) to audit against instead of "
+                                              "the release's model."),
         force: bool = _FORCE,
     ) -> None:
-        """Attack the mechanism a release would use, report an empirical lower bound on ε, check side channels."""
+        """Audit the mechanism a release would use with dp.audit on every pair of Ψ; check side channels.
+
+        Exit code 0: no claim refuted; 3: a pair's lower bound on ε exceeds the claim; 1: the side-channel check
+        failed; 2: bad input.
+        """
         from ..formatting import check_format, dumps
+        from ..release.audit import EXIT_REFUTED, check_audit_options, load_audit_model
+        from ..release.audit_report import audit_figures, audit_progress, audit_sections
         from ..release.core import prepare, select
         from ..release.noise import plan_noise
-        from ..release.render import audit_sections
         from ..release.sidechannel import side_channel_check
         from ..release.spec import build_spec
         from ..report import render_markdown, write_report
 
         check_format(fmt)
         _check_out(out, None, force)
-        if reps < 1:
-            raise InvalidParameterError(f"--reps: must be >= 1, got {reps}")
-        if datasets < 2 or datasets % 2:
-            raise InvalidParameterError(f"--datasets: must be an even number >= 2, got {datasets}")
-        if not 0.0 < confidence < 1.0:
-            raise InvalidParameterError(f"--confidence: must be in (0, 1), got {confidence}")
+        check_audit_options(trials, confidence)
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
                           calibration=calibration, seed=seed)
+        truth, source = (None, None) if audit_model is None else load_audit_model(audit_model, spec.stats, spec.pairs)
         from ..release.outdir import OutputFolder
-
-        folder = OutputFolder(out, force=force) if out is not None else None
-        if folder is not None:
-            folder.open()  # probe --out before any computation
         from ..release.progress import Stages
 
-        try:
+        folder = OutputFolder(out, force=force) if out is not None else None
+        with folder or _nullcontext():
             with Stages("distpriv audit") as stages:
                 stages.step("reading the data and modelling f_θ")
                 prep = prepare(spec)
                 stages.step("choosing the mechanism")
                 sel = select(prep)
-                stages.step(f"attacking ({reps} repetitions × {datasets} datasets)")
-                res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
+            with audit_progress("auditing") as tick:
+                res = audit(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
+                            progress=tick)
+            with Stages("distpriv audit") as stages:
                 stages.step("side-channel check")
                 side = side_channel_check(prep, sel)
-        except BaseException:
+            g = plan_noise(sel.chosen).guarantee
+            payload: dict[str, Any] = {"guarantee": g.to_dict(), "scope": AUDIT_SCOPE, **res.to_dict(),
+                                       "side_channel": side.to_dict()}
             if folder is not None:
-                folder.discard()
-            raise
-        g = plan_noise(sel.chosen).guarantee
-        payload: dict[str, Any] = {"mechanism": sel.chosen.name, "mechanism_label": sel.chosen.label,
-                                   "guarantee": g.to_dict(), "scope": AUDIT_SCOPE, **res.to_dict(),
-                                   "side_channel": side.to_dict()}
-        sections = audit_sections(sel.chosen.label, res, AUDIT_SCOPE, side.to_dict())
-        if folder is not None:
-            with folder:
                 assert folder.path is not None
-                write_report(folder.path, "distpriv audit report", sections, None)
+                write_report(folder.path, "distpriv audit report", audit_sections(res, AUDIT_SCOPE, side.to_dict()),
+                             audit_figures(res.reports))
                 (folder.path / "audit.json").write_text(dumps(payload) + "\n", encoding="utf-8")
                 folder.commit()
         if fmt == "json":
             print(dumps(payload))
         else:
-            print(render_markdown("distpriv audit", sections))
+            print(render_markdown("distpriv audit", audit_sections(res, AUDIT_SCOPE, side.to_dict(), figures=False)))
+        if res.refuted:
+            worst = max(res.reports, key=lambda r: r.epsilon_lower)
+            print(f"distpriv: audit: the claim is refuted: ε >= {worst.epsilon_lower:.4g} for the pair "
+                  f"{worst.pair[0]} vs {worst.pair[1]} (claimed ε = {res.guarantee.epsilon:.4g}) at confidence "
+                  f"{res.confidence:g}", file=sys.stderr)
         if not side.passed:
             print("distpriv: audit: the side-channel check failed: the public outputs differ beyond the noisy values "
                   f"in {', '.join(side.differences)}", file=sys.stderr)
+        if res.refuted:
+            raise typer.Exit(EXIT_REFUTED)
+        if not side.passed:
             raise typer.Exit(1)
+
+    @app.command("audit-local")
+    def audit_local_cmd(
+        matrix: Path = typer.Option(None, "--matrix", help="JSON file: row-stochastic matrix A[x, y] (list of rows)."),
+        randomized_response: str = typer.Option(None, "--randomized-response", help="K,EPS: k-ary randomized response."),
+        tupling: int = typer.Option(None, "--tupling", help="Wrap in the tupling mechanism with K uniform dummies."),
+        lambda0: str = typer.Option(None, "--lambda0", help="Input distribution λ0 over X, comma-separated."),
+        lambda1: str = typer.Option(None, "--lambda1", help="Input distribution λ1 over X, comma-separated."),
+        epsilon: float = typer.Option(None, "--epsilon", help="Claimed ε (default: the exact ε at --delta)."),
+        delta: float = typer.Option(0.0, "--delta", help="Claimed δ in [0, 1)."),
+        trials: int = _TRIALS,
+        confidence: float = _CONFIDENCE,
+        seed: int = typer.Option(0, "--seed", help="Seed of the audit's draws."),
+        fmt: str = _FMT,
+        out: Path = typer.Option(None, "--out", help="Folder for audit.json, report.md/.html and figures/."),
+        force: bool = _FORCE,
+    ) -> None:
+        """Audit a finite-output local mechanism's (ε, δ)-DistP claim for (λ0, λ1); show the exact ε beside it.
+
+        Exit code 0: not refuted; 3: the lower bound exceeds the claimed ε; 2: bad input.
+        """
+        from ..formatting import check_format, dumps
+        from ..release.audit import (
+            EXIT_REFUTED,
+            audit_local,
+            check_audit_options,
+            local_inputs,
+            local_mechanism,
+            pair_summary,
+        )
+        from ..release.audit_report import audit_figures, audit_progress, local_audit_sections
+        from ..report import render_markdown, write_report
+
+        check_format(fmt)
+        _check_out(out, None, force)
+        check_audit_options(trials, confidence)
+        mech, desc = local_mechanism(matrix, randomized_response, tupling)
+        inputs = local_inputs(mech, lambda0, lambda1)
+        with audit_progress("auditing") as tick:
+            rep = audit_local(mech, inputs, epsilon=epsilon, delta=delta, trials=trials, confidence=confidence,
+                              seed=seed, progress=tick)
+        payload = {"mechanism": desc, "n_inputs": int(mech.n_inputs), "n_outputs": int(mech.n_outputs),
+                   **pair_summary(rep)}
+        if out is not None:
+            from ..release.outdir import OutputFolder
+
+            with OutputFolder(out, force=force) as folder:
+                assert folder.path is not None
+                write_report(folder.path, "distpriv local audit report", local_audit_sections(rep, desc),
+                             audit_figures([rep]))
+                (folder.path / "audit.json").write_text(dumps(payload) + "\n", encoding="utf-8")
+                folder.commit()
+        if fmt == "json":
+            print(dumps(payload))
+        else:
+            print(render_markdown("distpriv audit-local", local_audit_sections(rep, desc, figures=False)))
+        if rep.refuted:
+            print(f"distpriv: audit-local: the claim is refuted: ε >= {rep.epsilon_lower:.4g} > claimed "
+                  f"{rep.claimed.epsilon:.4g} at confidence {rep.confidence:g}", file=sys.stderr)
+            raise typer.Exit(EXIT_REFUTED)

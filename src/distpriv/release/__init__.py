@@ -23,10 +23,9 @@ The release then
 5. optionally writes ``release.json``, ``report.md``, a self-contained
    ``report.html`` and the private ledger (:mod:`distpriv.release.output`).
 
-``distpriv audit`` attacks the chosen mechanism with the paper's
-meta-classifier, an adaptive and a likelihood-ratio attacker and turns the
-best attack into an empirical lower bound on ε (:mod:`distpriv.release.audit`),
-and checks that the public outputs reveal nothing beyond the noisy values
+``distpriv audit`` audits the chosen mechanism with :func:`distpriv.audit` on
+every pair of Ψ — a lower bound on ε from the attacker's whole trade-off curve
+(:mod:`distpriv.auditing`, glue in :mod:`distpriv.release.audit`) — and checks that the public outputs reveal nothing beyond the noisy values
 (:mod:`distpriv.release.sidechannel`).
 
 Python use::
@@ -40,7 +39,7 @@ Python use::
 from __future__ import annotations
 
 from .api import protect
-from .audit import AuditResult, clopper_pearson_lower, epsilon_lower_bound, run_audit
+from .audit import ReleaseAudit, audit_release
 from .compose import Composition, compose_releases, decide_propositions
 from .core import Prepared, ReleaseResult, prepare, release, select
 from .declared import DeclaredModel, load_model_file
@@ -60,7 +59,6 @@ from .sidechannel import SideChannelResult, side_channel_check
 from .spec import ReleaseSpec, build_spec, load_spec_file
 
 __all__ = [
-    "AuditResult",
     "Candidate",
     "Composition",
     "DeclaredModel",
@@ -68,16 +66,16 @@ __all__ = [
     "Ledger",
     "NoisePlan",
     "Prepared",
+    "ReleaseAudit",
     "ReleaseResult",
     "ReleaseSpec",
     "Selection",
     "SideChannelResult",
+    "audit_release",
     "build_spec",
-    "clopper_pearson_lower",
     "compose_releases",
     "decide_propositions",
     "diagnose_assumptions",
-    "epsilon_lower_bound",
     "evaluate_candidate",
     "load_model_file",
     "load_spec_file",
@@ -88,7 +86,6 @@ __all__ = [
     "public_payload",
     "read_ledger",
     "release",
-    "run_audit",
     "select",
     "select_mechanism",
     "side_channel_check",

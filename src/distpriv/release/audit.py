@@ -1,212 +1,333 @@
-"""Auditing a mechanism: run property-inference attacks and turn the best one into a lower bound on ε.
+"""Auditing the mechanism a release would choose, pair by pair, with :func:`distpriv.audit`.
 
-**The bound.** Let an attacker see one release M(Data) with Data drawn from θ₁ or
-θ₂ (equal priors) and guess which. Write α = Pr(guess θ₂ | θ₁) and
-β = Pr(guess θ₁ | θ₂). If M is (ε, δ)-distribution private for (θ₁, θ₂)
-(Chen & Ohrimenko Definition 3.2), applying the definition to the attacker's
-rejection region S and to its complement gives
+``distpriv audit`` (and ``distpriv release --audit``) prepare a release exactly as
+``distpriv release`` does, select its mechanism, and then run :func:`distpriv.audit`
+(:mod:`distpriv.auditing`: a lower bound on ε from the attacker's whole trade-off
+curve, Clopper–Pearson bounds on FPR and TPR at thresholds chosen on held-apart
+releases) for every secret pair of Ψ. This module is only the glue: which
+mechanism, which claim, which auditor's model, which randomness.
 
-    1 − α <= e^ε β + δ     and     1 − β <= e^ε α + δ,
-
-so TPR = 1 − β obeys ε >= ln((TPR − δ)/FPR) (and symmetrically). Adding the two
-inequalities, with accuracy a = 1 − (α + β)/2 on a balanced test,
-
-    a <= (e^ε + δ)/(1 + e^ε)    ⟺    ε >= ln((a − δ)/(1 − a)).
-
-**Confidence.** Over T balanced test releases the number of correct guesses C
-is a sum of independent Bernoulli trials (one classifier per repetition; given
-it, test releases are independent). A one-sided Clopper–Pearson lower bound
-a_lo on the mean success rate at confidence 1 − γ is valid for such
-Poisson-binomial sums too (Hoeffding 1956: their tails are dominated by the
-binomial's). Then ε_lo = ln((a_lo − δ)/(1 − a_lo)) (0 when a_lo <= (1 + δ)/2) is a
-lower bound on the true ε with confidence 1 − γ. Choosing the best of k attacks
-(and pairs) after the fact is paid for by Bonferroni: each bound is computed at
-γ/k.
-
-A lower bound above the claimed ε refutes the claim (up to the 1 − γ
-confidence); one below it is consistent with the claim but does not prove it.
+* **Mechanism and claim.** The chosen candidate's noise as
+  :meth:`~distpriv.release.selection.Candidate.release_batch` draws it, against the
+  candidate's guarantee (ε, δ) at the target. Where the noise law is a single
+  calibrated mechanism (no Theorem 5.7 extra noise) that mechanism is audited
+  directly so the exact likelihood-ratio scorers apply; a noiseless release
+  (Theorem 5.4) is audited as the identity. The release itself publishes the
+  noisy values rounded to a grid (post-processing) with Theorem 5.7's extra noise
+  raised for that rounding, so it leaks no more than what is audited here.
+* **Auditor's model.** By default the model of f_θ the release uses (a sampled
+  :class:`~distpriv.EmpiricalModel` or the declared :class:`~distpriv.GaussianModel`);
+  ``audit_model`` — a file in the declared-model format of
+  :mod:`distpriv.release.declared` — audits against a different truth, e.g. to
+  check what happens when the declared variances are too large.
+* **Confidence over Ψ.** Each pair is audited at confidence
+  1 − (1 − c)/|Ψ| (Bonferroni), so the probability that *any* pair of an honest
+  claim is refuted is at most 1 − c.
+* **Randomness.** Seeded from the public inputs (the audit stream of
+  :class:`~distpriv.release.core.Prepared`), or from ``--seed``; one independent
+  child generator per pair.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from .. import attacks
-from .._validation import RngLike, as_rng, check_delta, check_int
-from ..errors import InvalidParameterError
+from ..auditing import AuditReport, audit
+from ..errors import DistPrivError, InvalidParameterError
+from ..guarantees import Guarantee
+from ..mechanisms.base import Mechanism
 
-__all__ = ["AuditRow", "AuditResult", "clopper_pearson_lower", "epsilon_lower_bound", "run_audit"]
+__all__ = [
+    "DEFAULT_TRIALS",
+    "EXIT_REFUTED",
+    "ReleaseAudit",
+    "audit_local",
+    "audit_release",
+    "auditable_mechanism",
+    "check_audit_options",
+    "load_audit_model",
+    "local_inputs",
+    "local_mechanism",
+    "pair_summary",
+]
 
-ATTACKS = ("meta-classifier", "adaptive", "likelihood-ratio")
+#: Releases per secret of a CLI audit unless ``--trials`` says otherwise.
+DEFAULT_TRIALS = 20_000
+#: Exit code of ``distpriv audit`` / ``audit-local`` when a claim is refuted (1: the side-channel check failed).
+EXIT_REFUTED = 3
+_STREAM_AUDIT = 3
 
 
-def clopper_pearson_lower(successes: int, trials: int, confidence: float) -> float:
-    """One-sided Clopper–Pearson lower confidence bound on a success probability."""
-    k = check_int(successes, "successes", minimum=0)
-    n = check_int(trials, "trials", minimum=1)
-    if k > n:
-        raise InvalidParameterError(f"successes: must be <= trials ({n}), got {k}")
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise InvalidParameterError(f"confidence: must be in (0, 1), got {confidence}")
-    if k == 0:
-        return 0.0
-    return float(stats.beta.ppf(1.0 - c, k, n - k + 1))
+def check_audit_options(trials: Any, confidence: Any) -> tuple[int, float]:
+    """``--trials`` an integer >= 1 and ``--confidence`` in (0, 1), else a one-line error naming the option."""
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise InvalidParameterError(f"--trials: must be an integer >= 1, got {trials!r}")
+    try:
+        c = float(confidence)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"--confidence: must be a number in (0, 1), got {confidence!r}") from None
+    if not 0.0 < c < 1.0:  # also rejects nan
+        raise InvalidParameterError(f"--confidence: must be in (0, 1), got {confidence!r}")
+    return int(trials), c
 
 
-def epsilon_lower_bound(successes: int, trials: int, delta: float, confidence: float = 0.95) -> float:
-    """ε_lo = ln((a_lo − δ)/(1 − a_lo)) from a balanced test's correct-guess count (see the module docstring).
+def auditable_mechanism(candidate: Any) -> tuple[Any, Guarantee]:
+    """(mechanism to audit, claim) for a selected candidate (module docstring)."""
+    g = candidate.guarantee
+    if g is None:
+        raise InvalidParameterError(f"mechanism: {candidate.name} was rejected; a rejected candidate has no claim")
+    extra = float(candidate.extra_laplace_scale)
+    base = candidate.base
+    if extra == 0.0:
+        if base is not None:
+            return base, g
+        return Mechanism(candidate.name, candidate.label, int(candidate.dim), "none", g), g
+    if base is None or base.kind == "none":
+        dim = int(candidate.dim)
+        return Mechanism(candidate.name, candidate.label, dim, "laplace", g, basis=np.eye(dim),
+                         scales=np.full(dim, extra)), g
+    return candidate, g  # base noise plus Theorem 5.7 Laplace noise: no closed form, a classifier scores
 
-    Returns 0 when the lower accuracy bound a_lo does not exceed (1 + δ)/2 and ``inf``
-    when a_lo = 1 (no finite ε explains it).
+
+def load_audit_model(path: str | Path, stats: Sequence[str],
+                     pairs: Sequence[tuple[float, float]]) -> tuple[Any, str]:
+    """(GaussianModel, public description) of an ``--audit-model`` file (declared-model format).
+
+    Errors name ``--audit-model``. The description names the file by its SHA-256 only (no user string).
     """
-    d = check_delta(delta, "delta", allow_zero=True)
-    a = clopper_pearson_lower(successes, trials, confidence)
-    if a >= 1.0:
-        return math.inf
-    ratio = (a - d) / (1.0 - a)
-    return max(0.0, math.log(ratio)) if ratio > 0 else 0.0
+    from .declared import load_model_file
+
+    try:
+        declared = load_model_file(path, stats, pairs)
+        return declared.model, f"the declared Gaussian model of --audit-model (SHA-256 {declared.sha256[:12]}…)"
+    except DistPrivError as exc:
+        msg = str(exc)
+        if msg.startswith("--model:"):
+            msg = "--audit-model:" + msg[len("--model:"):]
+        raise type(exc)(msg) from None
 
 
 @dataclass(frozen=True)
-class AuditRow:
-    """One attack on one pair: accuracy with and without the mechanism, and the ε lower bound."""
+class ReleaseAudit:
+    """Audits of one selected mechanism, one :class:`~distpriv.auditing.AuditReport` per pair of Ψ."""
 
-    attack: str
-    pair: tuple[float, float]
-    accuracy: float
-    ci: tuple[float, float]
-    accuracy_undefended: float
-    correct: int
-    trials: int
-    epsilon_lower_bound: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "attack": self.attack,
-            "pair": list(self.pair),
-            "accuracy": self.accuracy,
-            "ci_low": self.ci[0],
-            "ci_high": self.ci[1],
-            "accuracy_undefended": self.accuracy_undefended,
-            "correct": self.correct,
-            "trials": self.trials,
-            "epsilon_lower_bound": self.epsilon_lower_bound,
-        }
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """All attacks, the best one and its empirical lower bound next to the claim."""
-
-    rows: tuple[AuditRow, ...]
-    claimed_epsilon: float
-    claimed_delta: float
+    mechanism: str
+    label: str
+    guarantee: Guarantee
+    reports: tuple[AuditReport, ...]
     confidence: float
-    reps: int
-    n_shadow: int
-    n_test: int
+    trials: int
+    model_source: str
 
     @property
-    def best(self) -> AuditRow:
-        return max(self.rows, key=lambda r: (r.epsilon_lower_bound, r.accuracy))
+    def refuted(self) -> bool:
+        """True iff some pair's lower bound exceeds the claimed ε."""
+        return any(r.refuted for r in self.reports)
 
     @property
-    def empirical_epsilon(self) -> float:
-        return self.best.epsilon_lower_bound
-
-    @property
-    def max_accuracy_allowed(self) -> float:
-        """(e^ε + δ)/(1 + e^ε): the highest balanced accuracy the claim allows."""
-        e = math.exp(self.claimed_epsilon)
-        return (e + self.claimed_delta) / (1.0 + e)
-
-    @property
-    def consistent(self) -> bool:
-        return self.empirical_epsilon <= self.claimed_epsilon
+    def epsilon_lower(self) -> float:
+        """The largest lower bound over the pairs."""
+        return max(r.epsilon_lower for r in self.reports)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly summary (no ROC arrays: the report's figures show them)."""
         return {
-            "claimed": {"epsilon": self.claimed_epsilon, "delta": self.claimed_delta,
-                        "max_accuracy": self.max_accuracy_allowed},
-            "empirical_epsilon": self.empirical_epsilon,
+            "mechanism": self.mechanism,
+            "mechanism_label": self.label,
+            "claimed": {"epsilon": float(self.guarantee.epsilon), "delta": float(self.guarantee.delta)},
+            "epsilon_lower": self.epsilon_lower,
+            "refuted": self.refuted,
             "confidence": self.confidence,
-            "best_attack": self.best.attack,
-            "consistent": self.consistent,
-            "attacks": [r.to_dict() for r in self.rows],
-            "setting": {"reps": self.reps, "n_shadow": self.n_shadow, "n_test": self.n_test,
-                        "bonferroni_tests": len(self.rows)},
+            "trials": self.trials,
+            "auditor_model": self.model_source,
+            "pairs": [pair_summary(r) for r in self.reports],
         }
 
 
-def run_audit(
-    sampler: Any,
-    mechanism: Any,
-    pairs: Sequence[tuple[float, float]],
+def pair_summary(r: AuditReport) -> dict[str, Any]:
+    """One pair's audit without the ROC arrays."""
+    d = r.to_dict()
+    best = r.best
+    return {
+        "pair": d["pair"],
+        "epsilon_lower": r.epsilon_lower,
+        "claimed": {"epsilon": float(r.claimed.epsilon), "delta": float(r.claimed.delta)},
+        "refuted": r.refuted,
+        "trials": r.trials,
+        "confidence": r.confidence,
+        "split": d["split"],
+        "scorer": r.scorer,
+        "exact_epsilon": r.exact_epsilon,
+        "exact_note": r.exact_note,
+        "min_trials": r.min_trials,
+        "best_test": best.to_dict(),
+    }
+
+
+def _trials_error(exc: DistPrivError) -> DistPrivError:
+    msg = str(exc)
+    if msg.startswith("trials:"):
+        return type(exc)("--trials:" + msg[len("trials:"):])
+    return exc
+
+
+def audit_release(
+    prep: Any,
+    selection: Any,
     *,
-    gaussian_model: Any,
-    claimed_epsilon: float,
-    claimed_delta: float,
-    reps: int = 20,
-    n_shadow: int = 200,
-    n_test: int = 200,
+    trials: int = DEFAULT_TRIALS,
     confidence: float = 0.95,
-    rng: RngLike = 0,
-) -> AuditResult:
-    """Run the paper's meta-classifier, the adaptive and the likelihood-ratio attackers on every pair.
+    audit_model: Any = None,
+    model_source: str | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> ReleaseAudit:
+    """Run :func:`distpriv.audit` on the selected mechanism for every pair of Ψ (module docstring).
 
-    ``sampler(p, size, rng)`` draws query values F(Data) of fresh datasets with property
-    value p (shadow and test sets are drawn independently); ``mechanism`` has
-    ``release_batch`` and ``noise_covariance``; ``gaussian_model`` (a
-    :class:`~distpriv.GaussianModel` keyed by θ) is the likelihood-ratio attacker's model.
+    ``audit_model``: the auditor's model (default ``prep.modelling.model``);
+    ``progress``: called with the fraction of all pairs' work done.
     """
-    g = as_rng(rng)
-    r = check_int(reps, "reps", minimum=1)
-    nt = check_int(n_test, "n_test", minimum=2)
-    if nt % 2:
-        raise InvalidParameterError(f"n_test: must be even (a balanced test), got {nt}")
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise InvalidParameterError(f"--confidence: must be in (0, 1), got {confidence}")
-    k = len(ATTACKS) * len(pairs)
-    per_test = 1.0 - (1.0 - c) / k
-    rows: list[AuditRow] = []
-    for a, b in pairs:
-        data = attacks.sample_attack_data(sampler, a, b, n_shadow=n_shadow, n_test=nt, reps=r, rng=g)
-        sub = _GaussianPair(gaussian_model, a, b)
-        results = {
-            "meta-classifier": (attacks.meta_classifier_attack(data, mechanism, rng=g),
-                                attacks.meta_classifier_attack(data, None, rng=g)),
-            "adaptive": (attacks.adaptive_attack(data, mechanism, rng=g), None),
-            "likelihood-ratio": (attacks.likelihood_ratio_attack(data, mechanism, means=sub, rng=g),
-                                 attacks.likelihood_ratio_attack(data, None, means=sub, rng=g)),
-        }
-        for name in ATTACKS:
-            res, clean = results[name]
-            if clean is None:
-                clean = results["meta-classifier"][1]
-            assert clean is not None  # the meta-classifier always has a noiseless baseline
-            correct = int(np.rint(res.accuracies * data.n_test).sum())
-            trials = int(res.reps * data.n_test)
-            rows.append(AuditRow(name, (float(a), float(b)), res.accuracy, res.ci, clean.accuracy, correct, trials,
-                                 epsilon_lower_bound(correct, trials, claimed_delta, per_test)))
-    return AuditResult(tuple(rows), float(claimed_epsilon), float(claimed_delta), c, r, int(n_shadow), nt)
+    n, c = check_audit_options(trials, confidence)
+    cand = selection.chosen
+    mech, claim = auditable_mechanism(cand)
+    model = prep.modelling.model if audit_model is None else audit_model
+    source = model_source or ("the model the release uses" if audit_model is None else "an auditor's model")
+    pairs = list(prep.spec.pairs)
+    per_pair = 1.0 - (1.0 - c) / len(pairs)
+    root = prep.stream(_STREAM_AUDIT) if prep.spec.seed is None else np.random.default_rng(prep.spec.seed)
+    rngs = root.spawn(len(pairs))
+    reports = []
+    for i, (pair, g) in enumerate(zip(pairs, rngs, strict=True)):
+        tick = None if progress is None else (lambda f, i=i: progress((i + f) / len(pairs)))
+        try:
+            reports.append(audit(mech, model, tuple(pair), trials=n, confidence=per_pair, rng=g, claim=claim,
+                                 progress=tick))
+        except DistPrivError as exc:
+            raise _trials_error(exc) from None
+    return ReleaseAudit(cand.name, cand.label, claim, tuple(reports), c, n, source)
 
 
-class _GaussianPair:
-    """Adapter: a model with ``mean(p)``/``covariance(p)`` (the attacks look these up by p1, p2)."""
+def fmt_eps(x: float | None) -> str:
+    """ε for tables: 4 significant digits, ``inf`` spelled out, ``–`` for none."""
+    if x is None:
+        return "–"
+    return "inf" if math.isinf(x) else f"{x:.4g}"
 
-    def __init__(self, model: Any, a: float, b: float) -> None:
-        self._model, self._labels = model, {float(a): a, float(b): b}
 
-    def mean(self, p: float) -> Any:
-        return self._model.mean(self._labels.get(float(p), p))
+# --------------------------------------------------------------------------- local mechanisms (audit-local)
+def _numbers(text: str, name: str) -> list[float]:
+    try:
+        vals = [float(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise InvalidParameterError(f"{name}: expected comma-separated numbers, got {text!r}") from None
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise InvalidParameterError(f"{name}: expected comma-separated finite numbers, got {text!r}")
+    return vals
 
-    def covariance(self, p: float) -> Any:
-        return self._model.covariance(self._labels.get(float(p), p))
+
+def local_mechanism(matrix: str | Path | None, randomized_response: str | None, tupling: int | None) -> tuple[Any, str]:
+    """(local mechanism, public description) for ``distpriv audit-local``.
+
+    Exactly one of ``matrix`` — a JSON file holding a row-stochastic matrix A[x, y]
+    (a list of rows, or ``{"matrix": rows}``) — and ``randomized_response`` (``"K,EPS"``:
+    k-ary randomized response at ε, :func:`distpriv.local.randomized_response`).
+    ``tupling`` = k wraps it in the tupling mechanism with k uniform dummies
+    (:class:`distpriv.local.Tupling`).
+    """
+    import json
+
+    from .. import local
+
+    mech: Any
+    if (matrix is None) == (randomized_response is None):
+        raise InvalidParameterError("--matrix, --randomized-response: give exactly one of them")
+    if matrix is not None:
+        p = Path(matrix)
+        if not p.is_file():
+            from ..errors import DataUnavailableError
+
+            raise DataUnavailableError(f"--matrix: file not found: {p}")
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidParameterError(f"--matrix: malformed JSON: {' '.join(str(exc).split())}") from None
+        rows = doc.get("matrix") if isinstance(doc, dict) else doc
+        try:
+            mech = local.Mechanism(np.asarray(rows, dtype=float), name="matrix")
+        except (TypeError, ValueError) as exc:
+            msg = str(exc) if isinstance(exc, DistPrivError) else "expected a list of rows of numbers"
+            raise InvalidParameterError(f"--matrix: {msg}") from None
+        desc = f"the {mech.n_inputs} × {mech.n_outputs} matrix of --matrix"
+    else:
+        vals = _numbers(randomized_response or "", "--randomized-response")
+        if len(vals) != 2 or vals[0] != int(vals[0]) or vals[0] < 2 or vals[1] <= 0:
+            raise InvalidParameterError(
+                f"--randomized-response: expected K,EPS with an integer K >= 2 and EPS > 0, got {randomized_response!r}")
+        mech = local.randomized_response(int(vals[0]), vals[1])
+        desc = f"{int(vals[0])}-ary randomized response at ε = {vals[1]:g}"
+    if tupling is not None:
+        if isinstance(tupling, bool) or int(tupling) != tupling or tupling < 1:
+            raise InvalidParameterError(f"--tupling: must be an integer >= 1, got {tupling!r}")
+        mech = local.Tupling(base=mech, k=int(tupling))
+        desc += f", tupled with {int(tupling)} uniform dummies"
+    return mech, desc
+
+
+def local_inputs(mech: Any, lambda0: str, lambda1: str) -> dict[str, Any]:
+    """The auditor's model of ``audit-local``: {"λ0": λ0, "λ1": λ1}, each a distribution over the inputs X."""
+    from ..local.mechanism import check_distribution
+
+    n = int(mech.n_inputs)
+    out = {}
+    for lab, text, name in (("λ0", lambda0, "--lambda0"), ("λ1", lambda1, "--lambda1")):
+        if text is None:
+            raise InvalidParameterError(f"{name}: give the input distribution as {n} comma-separated probabilities")
+        vals = _numbers(text, name)
+        if len(vals) != n:
+            raise InvalidParameterError(f"{name}: expected {n} probabilities (one per input), got {len(vals)}")
+        try:
+            out[lab] = check_distribution(vals, n, name)
+        except DistPrivError as exc:
+            raise InvalidParameterError(str(exc)) from None
+    if np.array_equal(out["λ0"], out["λ1"]):
+        raise InvalidParameterError("--lambda0, --lambda1: the two input distributions must differ")
+    return out
+
+
+def audit_local(
+    mech: Any,
+    inputs: dict[str, Any],
+    *,
+    epsilon: float | None,
+    delta: float,
+    trials: int,
+    confidence: float,
+    seed: int = 0,
+    progress: Callable[[float], None] | None = None,
+) -> AuditReport:
+    """dp.audit of a finite mechanism on the pair (λ0, λ1), claim (ε, δ); ε defaults to the exact ε at δ."""
+    from ..local import distp_epsilon
+
+    n, c = check_audit_options(trials, confidence)
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"--delta: must be a number in [0, 1), got {delta!r}") from None
+    if not 0.0 <= d < 1.0:
+        raise InvalidParameterError(f"--delta: must be in [0, 1), got {delta!r}")
+    if epsilon is None:
+        eps = float(distp_epsilon(mech, inputs["λ0"], inputs["λ1"], d))
+    else:
+        eps = float(epsilon)
+        if not (eps >= 0 and not math.isnan(eps)):
+            raise InvalidParameterError(f"--epsilon: must be >= 0, got {epsilon!r}")
+    try:
+        return audit(mech, inputs, ("λ0", "λ1"), trials=n, confidence=c, rng=np.random.default_rng(seed),
+                     claim=(eps, d), progress=progress)
+    except DistPrivError as exc:
+        raise _trials_error(exc) from None

@@ -24,11 +24,10 @@ from ..errors import DistPrivError
 from ..formatting import markdown_table
 from ..models import EmpiricalModel
 from ..report import Figure, Section, md_code, md_escape
-from .audit import AuditResult
 from .public import PublicContext
 from .selection import eta_for, evaluate_candidate
 
-__all__ = ["attack_summary", "audit_sections", "error_curves", "release_figures", "release_sections"]
+__all__ = ["attack_summary", "error_curves", "release_figures", "release_sections"]
 
 _STREAM_ATTACKS = 2
 
@@ -389,40 +388,3 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
             + "\n".join(f"- {md_escape(a)}" for a in cg["assumptions"][-2:]),
         ))
     return sections
-
-
-def audit_sections(mech_label: str, audit: AuditResult, scope: str | None = None,
-                   side_channel: dict[str, Any] | None = None) -> list[Section]:
-    """Markdown sections of the audit report."""
-    rows = [{"attack": r.attack, "pair": f"{r.pair[0]} vs {r.pair[1]}", "accuracy": r.accuracy,
-             "95% interval": f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]", "undefended": r.accuracy_undefended,
-             "ε lower bound": r.epsilon_lower_bound} for r in audit.rows]
-    verdict = ("consistent with the claim" if audit.consistent
-               else "**the claim is refuted**: an attack does better than (ε, δ) allows")
-    body = (
-        f"Mechanism **{mech_label}**, claimed ({audit.claimed_epsilon:g}, {audit.claimed_delta:g}); the claim allows "
-        f"a balanced accuracy of at most (e^ε + δ)/(1 + e^ε) = {audit.max_accuracy_allowed:.4f}.\n\n"
-        f"Best attack: **{audit.best.attack}**, empirical ε ≥ **{audit.empirical_epsilon:.4g}** with confidence "
-        f"{audit.confidence:g} (one-sided Clopper–Pearson, Bonferroni over {len(audit.rows)} attack/pair tests): "
-        f"{verdict}.\n\n" + markdown_table(rows, ["attack", "pair", "accuracy", "95% interval", "undefended", "ε lower bound"])
-    )
-    method = (
-        "For a balanced test, (ε, δ)-distribution privacy implies accuracy a ≤ (e^ε + δ)/(1 + e^ε), i.e. "
-        "ε ≥ ln((a − δ)/(1 − a)). The lower confidence bound on a over all test releases gives the lower bound on ε. "
-        f"{audit.reps} repetitions, {audit.n_shadow} shadow and {audit.n_test} test datasets each."
-    )
-    out = []
-    if scope:
-        out.append(Section("Scope", scope))
-    out += [Section("Audit", body), Section("Method", method)]
-    if side_channel is not None:
-        status = "**passed**" if side_channel["passed"] else "**failed**"
-        txt = (f"{side_channel['description']}\n\nResult: {status}. "
-               + ("Public outputs differed outside the noisy values in: "
-                  + ", ".join(f"`{d}`" for d in side_channel["differences"]) + "." if side_channel["differences"]
-                  else "The public outputs were identical apart from the noisy values.")
-               + (" Fields declared data-dependent (outside the guarantee) differed: "
-                  + ", ".join(f"`{d}`" for d in side_channel["data_dependent_differences"]) + "."
-                  if side_channel["data_dependent_differences"] else ""))
-        out.append(Section("Side-channel check", txt))
-    return out
