@@ -94,9 +94,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
                     "--epsilon", "710", "--delta", "1e-3", "--population", "pop.csv", "--samples", "60",
                     "--mechanism", "expm-laplace", "--format", "json"],
         "audit nonempty": ["audit", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv",
-                           "--samples", "60", "--reps", "1", "--datasets", "20", "--out", "full"],
+                           "--samples", "60", "--trials", "2000", "--out", "full"],
         "audit under a file": ["audit", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv",
-                               "--samples", "60", "--reps", "1", "--datasets", "20", "--out", "file.txt/sub"],
+                               "--samples", "60", "--trials", "2000", "--out", "file.txt/sub"],
     }
     return d, run_all(cmds, d), before
 

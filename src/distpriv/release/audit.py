@@ -196,6 +196,12 @@ def audit_release(
     cand = selection.chosen
     mech, claim = auditable_mechanism(cand)
     model = prep.modelling.model if audit_model is None else audit_model
+    std = getattr(prep, "standardization", None)
+    if audit_model is not None and std is not None:
+        # the mechanism was calibrated on D⁻¹F (release/standardize.py): audit it on the same scale
+        from .standardize import standardize_model
+
+        model = standardize_model(audit_model, std.scale)
     source = model_source or ("the model the release uses" if audit_model is None else "an auditor's model")
     pairs = list(prep.spec.pairs)
     per_pair = 1.0 - (1.0 - c) / len(pairs)
