@@ -44,6 +44,9 @@ _SEED = typer.Option(None, "--seed", help="Seed the noise: tests and reproductio
 _N = typer.Option(None, "--n", help="Records per dataset (default: rows of the data; treated as public).")
 _SAMPLES = typer.Option(None, "--samples", help="Datasets sampled per θ to estimate f_θ (default 1000).")
 _CAL = typer.Option(None, "--calibration", help="Gaussian calibration: exact (default) or classic.")
+_MISSING = typer.Option(None, "--missing", help="Missing values in a used column: error (default) or drop the rows.")
+_SEP = typer.Option(None, "--sep", help="CSV delimiter (one character; default ',' and tab for .tsv).")
+_ENCODING = typer.Option(None, "--encoding", help="CSV encoding: utf-8 (default), utf-16 or latin-1.")
 
 
 def _check_out(out: Path | None, previous: list[Path] | None = None) -> None:
@@ -107,6 +110,9 @@ def register(app: typer.Typer) -> None:
                                             help="--out folder of an earlier release to compose with (repeatable)."),
         independent: bool = typer.Option(False, "--independent",
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
+        missing: str = _MISSING,
+        sep: str = _SEP,
+        encoding: str = _ENCODING,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
         from ..experiments._common import check_format, dumps
@@ -119,7 +125,8 @@ def register(app: typer.Typer) -> None:
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed, previous=previous, independent=independent or None)
+                          calibration=calibration, seed=seed, previous=previous, independent=independent or None,
+                          missing=missing, sep=sep, encoding=encoding)
         _warn_seeded(spec.seed)
         result = release(prepare(spec))
         if out is not None:
@@ -158,6 +165,9 @@ def register(app: typer.Typer) -> None:
         reps: int = typer.Option(20, "--reps", help="Attack repetitions."),
         datasets: int = typer.Option(200, "--datasets", help="Shadow and test datasets per repetition (even)."),
         confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the ε lower bound."),
+        missing: str = _MISSING,
+        sep: str = _SEP,
+        encoding: str = _ENCODING,
     ) -> None:
         """Attack the mechanism a release would use, report an empirical lower bound on ε, check side channels."""
         from ..experiments._common import check_format, dumps
@@ -179,7 +189,7 @@ def register(app: typer.Typer) -> None:
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed)
+                          calibration=calibration, seed=seed, missing=missing, sep=sep, encoding=encoding)
         prep = prepare(spec)
         sel = select(prep)
         res = audit(prep, sel, reps=reps, datasets=datasets, confidence=confidence)
