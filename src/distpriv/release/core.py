@@ -19,6 +19,7 @@ noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -163,14 +164,16 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     """
     query = build_query(spec.stats, spec.names)
     predicate = Predicate(spec.protect)
-    opts: dict[str, Any] = {"missing": spec.missing, "sep": spec.sep, "encoding": spec.encoding}
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
         data = spec.data
-    table = open_input(data, query, predicate, what="data", **opts)
+    csv = {"sep": spec.sep, "encoding": spec.encoding} if _is_files(data) else {}
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv)
     pop_value = spec.population if spec.population is not None else spec.population_frame
-    population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population", **opts)
+    # --sep/--encoding describe the data file; a population's CSV delimiter is detected by DuckDB
+    population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
+                                                           missing=spec.missing)
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
     if declared is None:
@@ -198,7 +201,9 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         "stats": list(spec.stats), "names": list(spec.names), "protect": str(predicate),
         "pairs": [list(p) for p in spec.pairs], "epsilon": spec.epsilon, "delta": spec.delta,
         "mechanism": spec.mechanism, "calibration": spec.calibration, "n": n, "samples": spec.samples,
-        "source": spec.source, "input": input_sha, "missing": spec.missing,
+        # a population enters through what it is (its aggregates and subsample), not through its file's bytes:
+        # the same population from a CSV, Parquet files or any engine gives the same draws
+        "source": spec.source, "input": input_sha if population is None else None, "missing": spec.missing,
     })
     model_rng = np.random.default_rng([seed, _STREAM_MODEL])
     if declared is not None:
@@ -214,6 +219,11 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
                             deterministic=prep.deterministic)
     return prep
+
+
+def _is_files(value: Any) -> bool:
+    return isinstance(value, (str, Path)) or (isinstance(value, (list, tuple)) and all(
+        isinstance(v, (str, Path)) for v in value))
 
 
 def select(prep: Prepared) -> Selection:

@@ -163,8 +163,8 @@ def input_sha256(table: Table) -> str:
     h.update(b"distpriv-aggregates/v1\0")
     h.update(json.dumps({"query": [str(s) for s in mom.query.statistics], "protect": str(mom.predicate),
                          "rows": table.rows, "ranges": sorted(table.summary.ranges.items())}).encode())
-    for arr in (mom.counts, mom.sums, mom.scatter):
-        h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+    for arr in (mom.counts, mom.sums, mom.scatter):  # 12 significant digits: summation order does not matter
+        h.update(" ".join(f"{x:.12g}" for x in np.ravel(arr)).encode())
     return h.hexdigest()
 
 
