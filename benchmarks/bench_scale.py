@@ -3,6 +3,7 @@
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--rows 1000000 10000000] [--big] [--dir DIR]
+    PYTHONPATH=src python benchmarks/bench_scale.py --rows 1000000 5000000 --big --tasks release-pop release-self
 
 For each size an Adult-like Parquet file (age, sex, hours, income and four
 filler columns) is generated with DuckDB, then every measurement runs in its own
@@ -18,7 +19,11 @@ child process so that its peak RSS (``ru_maxrss`` from ``wait4``) is its own:
                 stratified subsample per group;
 * ``fingerprint`` :func:`distpriv.data.row_fingerprints` (8 bytes per row come back);
 * ``pandas``    the in-memory path (read the used columns with pandas,
-                ``GroupMoments.from_frame``), for sizes up to 10M rows.
+                ``GroupMoments.from_frame``), for sizes up to 10M rows;
+* ``release-pop``  the CLI ``distpriv release`` of a 2,000-row table with the
+                big file as ``--population`` (JSON output, mechanism auto);
+* ``release-self`` the CLI ``distpriv release --model-from-data`` of the big
+                file itself, n = all rows (up to ``--self-max`` rows).
 
 Times are measured inside the child after its imports; the figures to report
 are the ratios to ``groupby`` in the same run and the RSS column. ``--big``
@@ -67,6 +72,25 @@ CHILD = textwrap.dedent(
         frame = pd.read_parquet(path, columns=["age", "sex", "hours", "income"])
         gm = GroupMoments.from_frame(frame, stats, protect)
         out = {"seconds": time.perf_counter() - t, "check": sorted(gm.counts.tolist())}
+    elif task in ("release-pop", "release-self"):
+        import contextlib, io
+        from distpriv.cli import main
+        common = ["--stat", "mean:age", "--stat", "count:sex=Female", "--stat", "mean:hours", "--protect", protect,
+                  "--pairs", "0.2,0.3", "--epsilon", "1", "--delta", "1e-3", "--format", "json"]
+        if task == "release-pop":  # a 2,000-row table, the big file as the population
+            args = ["release", sys.argv[3], "--population", path, *common]
+        else:  # the big file modelled from itself, n = all rows
+            args = ["release", path, "--model-from-data", *common]
+        buf = io.StringIO()
+        t = time.perf_counter()
+        with contextlib.redirect_stdout(buf):
+            try:
+                main(args)
+            except SystemExit as exc:
+                if exc.code:
+                    raise
+        doc = json.loads(buf.getvalue())
+        out = {"seconds": time.perf_counter() - t, "check": [doc["mechanism"]]}
     else:
         from distpriv import data as dd
         from distpriv.moments import moment_model
@@ -106,11 +130,11 @@ def generate(path: Path, rows: int) -> float:
     return time.perf_counter() - start
 
 
-def run_child(path: Path, task: str) -> dict:
+def run_child(path: Path, task: str, extra: str = "") -> dict:
     """Start the child, collect its own rusage with wait4 (peak RSS of that process alone)."""
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), task], stdout=out_file,
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), task, extra], stdout=out_file,
                                 stderr=err_file, text=True, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -135,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="where to write the Parquet files (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--tasks", nargs="+", default=["groupby", "summarize", "model", "fingerprint", "pandas"],
-                        choices=["groupby", "summarize", "model", "fingerprint", "pandas"],
+                        choices=["groupby", "summarize", "model", "fingerprint", "pandas", "release-pop",
+                                 "release-self"],
                         help="what to measure (groupby always runs: it is the baseline)")
+    parser.add_argument("--self-max", type=int, default=10_000_000,
+                        help="largest table run through release-self (--model-from-data, n = all rows)")
     args = parser.parse_args(argv)
     sizes = list(args.rows)
     workdir = Path(tempfile.mkdtemp(prefix="distpriv-bench-scale-", dir=args.dir))
@@ -153,12 +180,18 @@ def main(argv: list[str] | None = None) -> int:
             path = workdir / f"table-{rows}.parquet"
             if not path.exists():
                 generate(path, rows)
+            small = workdir / "table-2000.parquet"
+            if "release-pop" in tasks and not small.exists():
+                generate(small, 2000)
             results = {}
             for task in tasks:
                 if task == "pandas" and rows > 10_000_000:
                     continue
-                results[task] = run_child(path, task)
-            checks = {t: r["check"] for t, r in results.items() if t not in ("fingerprint",)}
+                if task == "release-self" and rows > args.self_max:
+                    continue
+                results[task] = run_child(path, task, str(small))
+            checks = {t: r["check"] for t, r in results.items()
+                      if t not in ("fingerprint", "release-pop", "release-self")}
             if len({json.dumps(c) for c in checks.values()}) != 1:
                 raise SystemExit(f"group counts disagree: {checks}")
             base = results["groupby"]["seconds"]

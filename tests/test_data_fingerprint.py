@@ -28,6 +28,8 @@ def python_fingerprints(df: pd.DataFrame, key: bytes) -> np.ndarray:
                 continue
             if isinstance(value, (bool, np.bool_)):
                 text = "1" if value else "0"
+            elif isinstance(value, (int, np.integer)) and abs(int(value)) >= 2**53:
+                text = str(int(value))  # beyond float64's exact integers: the exact digits
             elif isinstance(value, (int, float, np.integer, np.floating)):
                 text = "%.17g" % (float(value) + 0.0)
             else:

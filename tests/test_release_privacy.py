@@ -387,5 +387,5 @@ def test_protect_takes_frames_or_paths_and_writes_the_same_files(pub: Path, tmp_
     assert json.loads(paths["ledger"].read_text())["releases"][0]["rows"] == 400
     with pytest.raises(InvalidParameterError, match="not an option of protect"):
         protect(data, population=pop, colour="blue", **kw)
-    with pytest.raises(InvalidTypeError, match="pandas DataFrame or a file path"):
+    with pytest.raises(InvalidTypeError, match="pandas, Polars"):  # names the supported inputs
         protect([1, 2, 3], population=pop, **kw)

@@ -44,12 +44,18 @@ __all__ = [
     "Statistic",
     "as_predicate",
     "as_query",
+    "quote_name",
+    "split_outside_backticks",
 ]
 
 #: Comparison operators, longest first (so ``>=`` wins over ``>`` and ``=``).
 OPERATORS: tuple[str, ...] = ("==", "!=", ">=", "<=", "=", ">", "<")
 _ORDERING = (">", ">=", "<", "<=")
-_CONDITION_RE = re.compile(r"^\s*([^=!<>&:]+?)\s*(==|!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.DOTALL)
+_CONDITION_RE = re.compile(r"^\s*([^=!<>&:`]+?)\s*(==|!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.DOTALL)
+#: A condition whose column is quoted in backticks (a backtick inside is doubled): ``\`a=b\`=x``.
+_QUOTED_RE = re.compile(r"^\s*`((?:[^`]|``)*)`\s*(==|!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.DOTALL)
+#: Characters that make a column name need backticks in a condition or statistic.
+_SPECIAL = set("=!<>&:`")
 
 #: Statistic kinds and whether each takes a numeric column (else a predicate).
 KINDS: dict[str, str] = {
@@ -83,7 +89,30 @@ def _check_column(df: pd.DataFrame, column: str, what: str) -> pd.Series:
 def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
+    if len(text) >= 2 and text[0] == text[-1] == "`":
+        return text[1:-1].replace("``", "`")
     return text
+
+
+def quote_name(name: str) -> str:
+    """``name`` as written in a condition or statistic: in backticks (inner ones doubled) when it holds
+    ``= ! < > & : `` ` or surrounding spaces, else as is (so ``str`` of a parsed spec parses back to it)."""
+    if name != name.strip() or any(ch in _SPECIAL for ch in name):
+        return "`" + name.replace("`", "``") + "`"
+    return name
+
+
+def split_outside_backticks(text: str, sep: str) -> list[str]:
+    """``text.split(sep)`` ignoring separators inside backtick-quoted names (a doubled backtick is literal)."""
+    parts, start, inside = [], 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            inside = not inside
+        elif ch == sep and not inside:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 # --------------------------------------------------------------------------- predicates
@@ -107,16 +136,23 @@ class Condition:
 
     @classmethod
     def parse(cls, text: str) -> Condition:
-        """Parse ``"column<op>value"``, e.g. ``"age>=40"``, ``"income=>50K"`` (column 'income', value '>50K')."""
+        """Parse ``"column<op>value"``, e.g. ``"age>=40"``, ``"income=>50K"`` (column 'income', value '>50K').
+
+        A column name holding ``= ! < > & :`` or a backtick is written in backticks, a backtick inside doubled:
+        ``"`a=b`=x"`` is column 'a=b', value 'x'; a value may be backticked too (to hold '&').
+        """
         if not isinstance(text, str):
             raise InvalidTypeError(f"predicate: expected a string like 'sex=Female', got {type(text).__name__}")
-        m = _CONDITION_RE.match(text)
+        quoted = text.lstrip().startswith("`")
+        m = (_QUOTED_RE if quoted else _CONDITION_RE).match(text)
         if m is None:
             raise InvalidParameterError(
                 f"predicate: cannot parse {text!r}; expected 'column<op>value' with op one of "
                 f"{list(OPERATORS)}, e.g. 'sex=Female', 'age>40', 'income=>50K'"
             )
         column, op, value = m.group(1), m.group(2), _unquote(m.group(3))
+        if quoted:
+            column = column.replace("``", "`")
         if value == "":
             raise InvalidParameterError(f"predicate: missing value after {op!r} in {text!r}")
         return cls(column=column, op=op, value=value)
@@ -183,7 +219,10 @@ class Condition:
         return hit if self.op == "=" else (~hit & valid)
 
     def __str__(self) -> str:
-        return f"{self.column}{self.op}{self.value}"
+        value = self.value
+        if "&" in value or value.startswith("`") or value != value.strip():
+            value = "`" + value.replace("`", "``") + "`"
+        return f"{quote_name(self.column)}{self.op}{value}"
 
 
 class Predicate:
@@ -204,7 +243,7 @@ class Predicate:
         elif isinstance(spec, Condition):
             conds = (spec,)
         elif isinstance(spec, str):
-            parts = spec.split("&")
+            parts = split_outside_backticks(spec, "&")
             if any(not p.strip() for p in parts):
                 raise InvalidParameterError(f"predicate: empty condition in {spec!r} (conditions are joined by '&')")
             conds = tuple(Condition.parse(p) for p in parts)
@@ -322,6 +361,13 @@ class Statistic:
             raise UnknownLabelError(f"statistic: unknown kind {kind!r} in {text!r}; expected one of {list(KINDS)}")
         label = name if name is not None else f"{kind}:{target}"
         if KINDS[kind] == "column":
+            if target.startswith("`"):
+                if len(target) < 2 or not target.endswith("`") or "`" in target[1:-1].replace("``", ""):
+                    raise InvalidParameterError(
+                        f"statistic: unbalanced backticks in {text!r}; quote a column as `name` (double a backtick "
+                        "inside it)"
+                    )
+                target = target[1:-1].replace("``", "`")
             return cls(label, kind, column=target)
         return cls(label, kind, predicate=target)
 
@@ -359,7 +405,7 @@ class Statistic:
         return float(values.sum()) if self.kind == "sum" else float(values.mean())
 
     def __str__(self) -> str:
-        target = self.column if self.predicate is None else str(self.predicate)
+        target = quote_name(self.column) if self.column is not None else str(self.predicate)
         return f"{self.kind}:{target}"
 
 

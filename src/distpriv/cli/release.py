@@ -48,6 +48,9 @@ _SEED = typer.Option(None, "--seed", help="Seed the noise: tests and reproductio
 _N = typer.Option(None, "--n", help="Records per dataset (default: rows of the data; treated as public).")
 _SAMPLES = typer.Option(None, "--samples", help="Datasets sampled per θ to estimate f_θ (default 1000).")
 _CAL = typer.Option(None, "--calibration", help="Gaussian calibration: exact (default) or classic.")
+_MISSING = typer.Option(None, "--missing", help="Missing values in a used column: error (default) or drop the rows.")
+_SEP = typer.Option(None, "--sep", help="CSV delimiter (one character; default ',' and tab for .tsv).")
+_ENCODING = typer.Option(None, "--encoding", help="CSV encoding: utf-8 (default), utf-16 or latin-1.")
 _TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret drawn from the auditor's model.")
 _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
@@ -123,6 +126,9 @@ def register(app: typer.Typer) -> None:
                                            help="Also audit the chosen mechanism (dp.audit) and add it to the report."),
         trials: int = _TRIALS,
         force: bool = _FORCE,
+        missing: str = _MISSING,
+        sep: str = _SEP,
+        encoding: str = _ENCODING,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
         from ..formatting import check_format, dumps
@@ -135,7 +141,8 @@ def register(app: typer.Typer) -> None:
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed, previous=previous, independent=independent or None)
+                          calibration=calibration, seed=seed, previous=previous, independent=independent or None,
+                          missing=missing, sep=sep, encoding=encoding)
         _warn_seeded(spec.seed)
         if audit_release:
             from ..release.audit import check_audit_options
@@ -210,6 +217,9 @@ def register(app: typer.Typer) -> None:
                                          help="Auditor's f_θ (declared-model JSON/TOML) to audit against instead of "
                                               "the release's model."),
         force: bool = _FORCE,
+        missing: str = _MISSING,
+        sep: str = _SEP,
+        encoding: str = _ENCODING,
     ) -> None:
         """Audit the mechanism a release would use with dp.audit on every pair of Ψ; check side channels.
 
@@ -231,7 +241,7 @@ def register(app: typer.Typer) -> None:
         spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
                           epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
                           model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed)
+                          calibration=calibration, seed=seed, missing=missing, sep=sep, encoding=encoding)
         truth, source = (None, None) if audit_model is None else load_audit_model(audit_model, spec.stats, spec.pairs)
         from ..release.outdir import OutputFolder
         from ..release.progress import Stages

@@ -3,7 +3,8 @@
 The translation keeps the pandas semantics of :class:`distpriv.queries.Condition`:
 
 * numeric columns compare numerically (the value is parsed as a float);
-* boolean columns accept ``true``/``false``/``1``/``0`` and compare as 1.0/0.0;
+* boolean columns accept ``true``/``false``/``1``/``0`` (and ``yes``/``no``, ``y``/``n``, ``t``/``f``,
+  which CSV readers turn into booleans) and compare as 1.0/0.0;
 * every other column holds labels: only ``=`` and ``!=`` apply, comparing the
   text of the cell with the value (categoricals through their labels);
 * missing values never satisfy a condition — rows with missing values in a used
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 _ORDERING = (">", ">=", "<", "<=")
+_TRUE = ("true", "1", "yes", "y", "t")
+_FALSE = ("false", "0", "no", "n", "f")
 
 
 def column_kind(dtype: Any) -> str:
@@ -103,11 +106,12 @@ def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") ->
         return text == cond.value if cond.op == "=" else text != cond.value
     if kind == "boolean":
         lowered = cond.value.lower()
-        if lowered not in ("true", "false", "1", "0"):
+        # CSV readers turn yes/no, y/n, t/f columns into booleans: accept the words they read as such
+        if lowered not in _TRUE + _FALSE:
             raise InvalidParameterError(
                 f"{what}: column {cond.column!r} is boolean; value must be true/false, got {cond.value!r}"
             )
-        target = 1.0 if lowered in ("true", "1") else 0.0
+        target = 1.0 if lowered in _TRUE else 0.0
     else:
         try:
             target = float(cond.value)

@@ -5,7 +5,7 @@ from a CSV file and a later one from a pandas frame of the same rows agree):
 
 1. The row's cells, columns sorted by name, each as text: numbers (and
    booleans, as 1/0) through float64 and C's ``%.17g`` (round-trip exact: 40 and
-   40.0 agree, −0.0 is 0); NaN and null are "missing"; text as is; other types
+   40.0 agree, −0.0 is 0), integers beyond 2⁵³ by their exact decimal digits; NaN and null are "missing"; text as is; other types
    (dates, ...) as DuckDB's text cast.
 2. Each cell is written ``len:text`` (UTF-8 byte length) or ``-`` when missing,
    and the cells are concatenated, which makes the encoding injective.
@@ -73,8 +73,10 @@ def _text(name: str, dtype: str) -> str:
     col = quote_ident(name)
     base = dtype.upper()
     if base in _INTEGERS:
+        # beyond 2^53 an integer is not exact as float64: its decimal digits, so distinct ids stay distinct
         return (f"CASE WHEN abs({col}) < 1000000000000000 THEN CAST({col} AS VARCHAR) "
-                f"ELSE printf('%.17g', CAST({col} AS DOUBLE)) END")
+                f"WHEN abs({col}) < 9007199254740992 THEN printf('%.17g', CAST({col} AS DOUBLE)) "
+                f"ELSE CAST({col} AS VARCHAR) END")
     if base in _NUMERIC or base.startswith("DECIMAL"):
         x = f"(CAST({col} AS DOUBLE) + 0.0)"  # + 0.0 turns -0.0 into 0.0
         return (f"CASE WHEN isnan({x}) THEN NULL "

@@ -19,6 +19,7 @@ import codecs
 import contextlib
 import glob
 import os
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ _IMPLEMENTATIONS = {
     nw.Implementation.PYSPARK: "pyspark",
     nw.Implementation.PYSPARK_CONNECT: "pyspark",
 }
+
+#: Columns pandas writes for a non-default index (``DataFrame.to_parquet``): dropped from Parquet scans.
+_PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
 # DuckDB's CSV reader decodes these natively (others need an extension download).
 _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "iso8859-1": "latin-1"}
@@ -288,6 +292,10 @@ def _open_files(
             raise InvalidParameterError(f"{what}: {p.name} has repeated column names {list_preview(dupes)}")
     with engine_errors(what, "duckdb"):
         rel = read([str(p) for p in paths])
+        index_cols = [c for c in rel.columns if _PANDAS_INDEX.match(c)]
+        if kind == "parquet" and index_cols:  # a pandas index saved with the frame is not data
+            rel = rel.project(", ".join(quote_ident(c) for c in rel.columns if c not in index_cols))
+            file_columns = [tuple(c for c in cols if c not in index_cols) for cols in file_columns]
         if kind == "csv" and strip:
             # Mirror pandas' skipinitialspace (as in distpriv.release.data.load_table): strip spaces after the
             # delimiter from text cells; DuckDB already trims headers and numbers.

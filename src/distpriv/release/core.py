@@ -18,12 +18,11 @@ noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
@@ -41,18 +40,16 @@ from .compose import (
 from .data import (
     Modelling,
     Table,
-    as_frame,
     build_query,
-    check_against,
     check_pairs_achievable,
     declared_modelling,
-    file_sha256,
-    load_table,
+    input_sha256,
     model_f_theta,
+    open_input,
     public_seed,
 )
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
-from .fingerprints import canonical_table, count_shared, new_key, row_fingerprints
+from .fingerprints import count_shared, new_key, table_fingerprints
 from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
 from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
@@ -146,7 +143,7 @@ class ReleaseResult:
         prep = self.prepared
         key = new_key()
         own = ChainEntry(self.release_id, float(self.guarantee.epsilon), float(self.guarantee.delta), self.chosen.name,
-                         prep.deterministic, prep.data.rows, key, row_fingerprints(prep.data.frame, key))
+                         prep.deterministic, prep.data.rows, key, table_fingerprints(prep.data.source, key))
         chain = (*self.composition.chain, own) if self.composition is not None else (own,)
         eps, delta = composed_total(chain)
         props: tuple[str, ...] = ()
@@ -161,32 +158,33 @@ def _framework(g: Guarantee) -> str:
     return str(getattr(g.framework, "value", g.framework))
 
 
-def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
+def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     """Read and validate everything, then model f_θ. Raises a DistPrivError on any bad input.
 
-    ``data`` replaces ``spec.data`` (an in-memory table).
+    ``data`` replaces ``spec.data``: anything :func:`distpriv.data.open_table` accepts (a pandas, Polars,
+    DuckDB, Dask or PySpark frame, a path or glob) or an opened :class:`~distpriv.release.data.Table`.
+    Every table is read by its own engine: one aggregate pass (and a bounded subsample for the model).
     """
+    query = build_query(spec.stats, spec.names)
+    predicate = Predicate(spec.protect)
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
-        data = load_table(spec.data, "data")
-    if spec.population is not None:
-        population: Table | None = load_table(spec.population, "--population")
-    elif spec.population_frame is not None:
-        population = Table(None, as_frame(spec.population_frame, "population"))
-    else:
-        population = None
+        data = spec.data
+    csv = {"sep": spec.sep, "encoding": spec.encoding} if _is_files(data) else {}
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv)
+    pop_value = spec.population if spec.population is not None else spec.population_frame
+    # --sep/--encoding describe the data file; a population's CSV delimiter is detected by DuckDB
+    population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
+                                                           missing=spec.missing)
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
-    query = build_query(spec.stats, spec.names)
-    predicate = Predicate(spec.protect)
-    check_against(data, query, predicate, "the data")
     n: int | None = None
     if declared is None:
-        n = data.rows if spec.n is None else spec.n
+        n = table.kept if spec.n is None else spec.n
         check_pairs_achievable(spec.pairs, n)
-        if n != data.rows:
+        if n != table.kept:
             raise InvalidParameterError(
-                f"--n: the model describes datasets of n = {n} records but the data has {data.rows} rows; the "
+                f"--n: the model describes datasets of n = {n} records but the data has {table.kept} rows; the "
                 "guarantee only covers datasets of n records"
             )
     previous = [read_ledger(p) for p in spec.previous]
@@ -194,21 +192,21 @@ def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
     if previous:  # refuse what can be refused before any modelling
         check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
         chain, _ = merged_chain(previous)
-        canon = canonical_table(data.frame)
-        shared = {e.id: count_shared(row_fingerprints(data.frame, e.fingerprint_key, table=canon), e.fingerprints)
+        shared = {e.id: count_shared(table_fingerprints(table.source, e.fingerprint_key), e.fingerprints)
                   for e in chain}
-        decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent, deterministic=None)
-    if spec.population is not None:
-        input_sha: str | None = file_sha256(spec.population)
-    elif population is not None:
-        input_sha = frame_sha256(population.frame)
+        decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
+                            deterministic=None)
+    if population is not None:
+        input_sha: str | None = input_sha256(population)
     else:
         input_sha = declared.sha256 if declared is not None else None
     seed = public_seed({
         "stats": list(spec.stats), "names": list(spec.names), "protect": str(predicate),
         "pairs": [list(p) for p in spec.pairs], "epsilon": spec.epsilon, "delta": spec.delta,
         "mechanism": spec.mechanism, "calibration": spec.calibration, "n": n, "samples": spec.samples,
-        "source": spec.source, "input": input_sha,
+        # a population enters through what it is (its aggregates and subsample), not through its file's bytes:
+        # the same population from a CSV, Parquet files or any engine gives the same draws
+        "source": spec.source, "input": input_sha if population is None else None, "missing": spec.missing,
     })
     model_rng = np.random.default_rng([seed, _STREAM_MODEL])
     if declared is not None:
@@ -216,27 +214,24 @@ def prepare(spec: ReleaseSpec, data: Table | None = None) -> Prepared:
         sens = None
     else:
         assert n is not None
-        modelling = model_f_theta(data, population, query, predicate, spec.pairs, n=n, samples=spec.samples,
-                                  rng=model_rng, population_sha256=input_sha)
-        frame = population.frame if population is not None else data.frame
-        sens = query.record_sensitivities(frame, n)
+        modelling = model_f_theta(table, population, query, predicate, spec.pairs, n=n, samples=spec.samples,
+                                  rng=model_rng, population_sha256=input_sha, missing=spec.missing)
+        sens = (population if population is not None else table).summary.record_sensitivities(n)
     # unit-free noise: everything downstream is calibrated on D⁻¹F (distpriv.release.standardize)
     std = standardization(modelling.model, spec.pairs)
     modelling = standardize_modelling(modelling, std.scale)
     if sens is not None:
         sens = np.asarray(sens, dtype=float) / std.scale
-    prep = Prepared(spec, data, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
+    prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
     if previous:  # refuse before any noise is drawn
-        decide_propositions(previous, shared=shared, rows=data.rows, independent=spec.independent,
+        decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
                             deterministic=prep.deterministic)
     return prep
 
 
-def frame_sha256(frame: pd.DataFrame) -> str:
-    """SHA-256 identifying an in-memory public table (column names and pandas' row hashes)."""
-    h = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode("utf-8"))
-    h.update(np.ascontiguousarray(pd.util.hash_pandas_object(frame, index=False).to_numpy()).tobytes())
-    return h.hexdigest()
+def _is_files(value: Any) -> bool:
+    return isinstance(value, (str, Path)) or (isinstance(value, (list, tuple)) and all(
+        isinstance(v, (str, Path)) for v in value))
 
 
 def select(prep: Prepared) -> Selection:
@@ -271,7 +266,7 @@ def release(
     plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
     if prep.standardization is not None:
         plan = StandardizedPlan(plan, prep.standardization.scale)
-    x = prep.query.evaluate(prep.data.frame) if truth is None else np.asarray(truth, dtype=float)
+    x = prep.data.values if truth is None else np.asarray(truth, dtype=float)
     if x.shape != (prep.query.dim,):
         raise InvalidParameterError(f"truth: expected {prep.query.dim} statistics, got shape {x.shape}")
     source = bits if bits is not None else bit_source(prep.spec.seed)

@@ -1,4 +1,4 @@
-"""Reading the curator's table and modelling the query distributions f_θ.
+"""Opening the curator's tables in their engines and modelling the query distributions f_θ.
 
 f_θ is the distribution of F(Data) when Data is a dataset of n records whose
 share of records satisfying the protected predicate is θ (Chen & Ohrimenko
@@ -6,8 +6,8 @@ Sections 3, 6.1). It comes from information that is public with respect to the
 secret, or — outside the guarantee — from the private table itself:
 
 * **reference population** (``--population``), as in the paper: datasets of n
-  records with ⌊θn⌉ records satisfying the predicate are sampled from the
-  population (:class:`distpriv.property.PropertyModel`);
+  records with ⌊θn⌉ records satisfying the predicate drawn without replacement
+  from the population;
 * **declared model** (``--model``): f_θ = N(μ_θ, Σ_θ) as declared in a file
   (:mod:`distpriv.release.declared`);
 * **the data itself** (``--model-from-data``): datasets of n records are
@@ -17,11 +17,21 @@ secret, or — outside the guarantee — from the private table itself:
   makes the noise scale a function of the private data: what that reveals is
   not covered by the guarantee, and the release says so.
 
+Every table — a CSV/Parquet path or glob (scanned lazily by DuckDB) or a pandas,
+Polars, DuckDB, Dask or PySpark frame (used where it lives) — is read through
+:mod:`distpriv.data`: one aggregate pass gives the per-group counts, sums and
+cross-products of the statistics' per-record contributions, from which the
+mean and covariance of f_θ follow in closed form (:mod:`distpriv.moments`), the
+true statistics and the column ranges; a bounded stratified subsample drawn
+inside the engine gives the shape of f_θ for what needs samples
+(:class:`MomentSampler`). Nothing grows with the table.
+
 The randomness of the modelling (and of everything else that shapes the
 published choice) is derived from the public inputs only (:func:`public_seed`),
 so the same public inputs always give the same mechanism and noise scale. The
-number of records n defaults to the number of rows of the data; it is treated
-as public. The data file is only ever read.
+number of records n defaults to the number of rows of the data (less those
+dropped with ``--missing drop``); it is treated as public. Input files are only
+ever read.
 """
 
 from __future__ import annotations
@@ -34,46 +44,67 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import as_rng
-from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError, InvalidTypeError
+from ..data import Table as EngineTable
+from ..data import TableSummary, open_table, stratified_sample, summarize
+from ..data.sample import Subsample
+from ..errors import InvalidParameterError
 from ..models import EmpiricalModel, GaussianModel
+from ..moments import GroupMoments
 from ..queries import Predicate, Query, Statistic
 
 __all__ = [
+    "SUBSAMPLE_ROWS",
+    "MomentSampler",
     "Modelling",
     "Table",
-    "as_frame",
     "bootstrap_sampler",
     "build_query",
+    "declared_modelling",
     "file_sha256",
     "gaussian_sampler",
-    "declared_modelling",
-    "load_table",
+    "input_sha256",
     "model_f_theta",
+    "open_input",
     "public_seed",
 ]
 
-SUFFIXES_CSV = (".csv", ".txt", ".tsv")
-SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Table:
-    """A loaded table (``path`` is ``None`` for an in-memory frame)."""
+    """A table opened in its own engine (:func:`distpriv.data.open_table`) and summarised by one aggregate pass.
 
-    path: Path | None
-    frame: pd.DataFrame
+    ``source``: the engine table (files scanned lazily by DuckDB, or the frame where it lives);
+    ``summary``: per-group counts, sums and cross-products of the query's per-record contributions,
+    ranges and missing values (:func:`distpriv.data.summarize`). Nothing else is read into Python.
+    """
+
+    source: EngineTable
+    summary: TableSummary
 
     @property
     def rows(self) -> int:
-        return len(self.frame)
+        """Rows of the table (complete or not): what the ledger fingerprints."""
+        return int(self.summary.rows)
+
+    @property
+    def kept(self) -> int:
+        """Rows the statistics are computed from (all rows, less those dropped with ``--missing drop``)."""
+        return int(self.summary.kept)
 
     @property
     def label(self) -> str:
-        return "the data" if self.path is None else str(self.path)
+        files = self.source.files
+        if not files:
+            return "the data" if self.source.what == "data" else self.source.what
+        return str(files[0]) if len(files) == 1 else f"{len(files)} files"
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The true statistics F over the kept rows, computed by the engine (private: never published)."""
+        return self.summary.values
 
 
 def file_sha256(path: Path) -> str:
@@ -85,50 +116,56 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def load_table(path: str | Path, what: str = "data") -> Table:
-    """Read a CSV (``.csv``/``.tsv``/``.txt``) or Parquet (``.parquet``/``.pq``) file, read-only.
+def open_input(
+    value: Any,
+    query: Query,
+    predicate: Predicate,
+    *,
+    what: str,
+    missing: str = "error",
+    sep: str | None = None,
+    encoding: str | None = None,
+) -> Table:
+    """Open ``value`` (a path, glob or list of them, or a supported frame) and run the aggregate pass.
 
-    CSV cells are stripped of surrounding spaces (as in the UCI Adult files).
-    Raises :class:`DataUnavailableError` for a missing file and
-    :class:`InvalidParameterError` for an unreadable or empty one.
+    Raises a :class:`~distpriv.errors.DistPrivError` naming ``what`` for a missing file, a glob matching
+    nothing, a column missing from some files, unknown or non-numeric columns, missing values (unless
+    ``missing="drop"``), an engine error or an unsupported frame type, and when the protected predicate
+    matches no row or every row (then the share cannot vary).
     """
-    p = Path(path)
-    if not p.is_file():
-        raise DataUnavailableError(f"{what}: file not found: {p}")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in SUFFIXES_PARQUET:
-            df = pd.read_parquet(p)
-        elif suffix in SUFFIXES_CSV or suffix == "":
-            sep = "\t" if suffix == ".tsv" else ","
-            df = pd.read_csv(p, sep=sep, skipinitialspace=True)
-        else:
-            raise InvalidParameterError(
-                f"{what}: unsupported file type {suffix!r} for {p}; expected CSV ({', '.join(SUFFIXES_CSV)}) "
-                f"or Parquet ({', '.join(SUFFIXES_PARQUET)})"
-            )
-    except DistPrivError:
-        raise
-    except pd.errors.EmptyDataError:
-        raise InvalidParameterError(f"{what}: {p} is empty") from None
-    except Exception as exc:  # pandas/pyarrow raise many types for malformed files
-        msg = str(exc).replace("\n", " ")
-        raise InvalidParameterError(f"{what}: cannot read {p}: {msg}") from None
-    if len(df) == 0:
-        raise InvalidParameterError(f"{what}: {p} has no rows")
-    df.columns = [str(c).strip() for c in df.columns]
-    return Table(p, df)
+    if isinstance(value, Table):
+        return value
+    source = open_table(value, what=what, sep=sep, encoding=encoding)
+    summary = summarize(source, query, predicate, missing=missing)
+    where = "the data" if what == "data" else what
+    counts = summary.moments.counts
+    if counts[0] == 0:
+        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {where}")
+    if counts[1] == 0:
+        raise InvalidParameterError(
+            f"--protect: predicate {str(predicate)!r} matches every row of {where}; the share cannot vary"
+        )
+    return Table(source, summary)
 
 
-def as_frame(value: Any, what: str) -> pd.DataFrame:
-    """A copy of an in-memory table with stripped string column names (pandas DataFrames only)."""
-    if not isinstance(value, pd.DataFrame):
-        raise InvalidTypeError(f"{what}: expected a pandas DataFrame or a file path, got {type(value).__name__}")
-    if len(value) == 0:
-        raise InvalidParameterError(f"{what}: the table has no rows")
-    frame = value.copy()
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame
+def input_sha256(table: Table) -> str:
+    """Identifier of a public input table: the SHA-256 of its file (of the files' names and SHA-256s for
+    several), or for a frame the SHA-256 of its aggregates (what f_θ is computed from)."""
+    files = table.source.files
+    if len(files) == 1:
+        return file_sha256(files[0])
+    h = hashlib.sha256()
+    if files:
+        for f in files:
+            h.update(f"{f.name}\0{file_sha256(f)}\n".encode())
+        return h.hexdigest()
+    mom = table.summary.moments
+    h.update(b"distpriv-aggregates/v1\0")
+    h.update(json.dumps({"query": [str(s) for s in mom.query.statistics], "protect": str(mom.predicate),
+                         "rows": table.rows, "ranges": sorted(table.summary.ranges.items())}).encode())
+    for arr in (mom.counts, mom.sums, mom.scatter):  # 12 significant digits: summation order does not matter
+        h.update(" ".join(f"{x:.12g}" for x in np.ravel(arr)).encode())
+    return h.hexdigest()
 
 
 def public_seed(parts: dict[str, Any]) -> int:
@@ -140,24 +177,6 @@ def public_seed(parts: dict[str, Any]) -> int:
 def build_query(stats: Sequence[str], names: Sequence[str]) -> Query:
     """The declarative query F from statistic specs (``"mean:age"``) and display names."""
     return Query([Statistic.parse(s, name=n) for s, n in zip(stats, names, strict=True)])
-
-
-def check_against(table: Table, query: Query, predicate: Predicate, what: str) -> NDArray[np.bool_]:
-    """Evaluate the query's columns and the predicate on ``table``; return the predicate mask.
-
-    Raises when a column is unknown or not numeric, or when the predicate matches no row or every row
-    (then the property share cannot be varied).
-    """
-    query.column_matrix(table.frame)  # unknown / non-numeric columns, NaNs
-    mask = predicate.mask(table.frame)
-    hits = int(mask.sum())
-    if hits == 0:
-        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {what}")
-    if hits == len(mask):
-        raise InvalidParameterError(
-            f"--protect: predicate {str(predicate)!r} matches every row of {what}; the share cannot vary"
-        )
-    return mask
 
 
 def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict[float, int]:
@@ -212,9 +231,11 @@ class Modelling:
 
     ``source``: ``"population"``, ``"model"`` or ``"data"``; ``n``: records per dataset
     (``None`` for a declared model); ``samples``: datasets sampled per θ (``None`` for a declared
-    model); ``model``: an :class:`~distpriv.EmpiricalModel` (sampled) or the declared
-    :class:`~distpriv.GaussianModel`; ``note``: a public description; ``input_sha256``: SHA-256 of
-    the population or model file (``None`` for the data).
+    model); ``model``: an :class:`~distpriv.EmpiricalModel` whose samples have exactly the closed-form
+    moments (:class:`MomentSampler`), or the declared :class:`~distpriv.GaussianModel`; ``note``: a public
+    description; ``input_sha256``: identifier of the population or model file (``None`` for the data);
+    ``subsample``: the bounded stratified subsample the samples' shape comes from (``None`` for a
+    declared model; private with ``--model-from-data``).
     """
 
     source: str
@@ -224,11 +245,164 @@ class Modelling:
     model: EmpiricalModel | GaussianModel
     note: str
     input_sha256: str | None = None
+    subsample: Subsample | None = None
 
     @property
     def public(self) -> bool:
         """True when f_θ is a function of public inputs only (not modelled from the data)."""
         return self.source != "data"
+
+
+def _sqrt_psd(a: NDArray[np.float64], inverse: bool = False) -> NDArray[np.float64]:
+    """Symmetric square root (or pseudo-inverse square root) of a PSD matrix; eigenvalues below
+    1e-12 of the largest count as zero."""
+    w, v = np.linalg.eigh(0.5 * (a + a.T))
+    top = float(w.max()) if w.size else 0.0
+    keep = w > max(top, 0.0) * 1e-12
+    if top <= 0.0:
+        keep[:] = False
+    root = np.zeros_like(w)
+    root[keep] = 1.0 / np.sqrt(w[keep]) if inverse else np.sqrt(w[keep])
+    return (v * root) @ v.T
+
+
+def _sorted_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    if matrix.shape[0] == 0:
+        return matrix
+    return matrix[np.lexsort(matrix.T[::-1])]
+
+
+class MomentSampler:
+    """F(Data) for datasets of n records with k = ⌊θn⌉ protected ones, shaped by a bounded subsample and
+    matched exactly to the closed-form moments of the sampler.
+
+    *Raw draws.* The protected part of a dataset is k records of the P-subsample (s_P rows, a uniform
+    random subset of the N_P protected rows, :func:`distpriv.data.stratified_sample`), the rest n − k of
+    the Q-subsample: without replacement when the model draws without replacement (a population) and
+    k <= s_P — a uniform k-subset of a uniform s_P-subset is a uniform k-subset of the group, so each
+    raw draw then has exactly the sampler's law — and otherwise k draws with replacement from the
+    subsample (multinomial counts, O(s) work per dataset whatever n is; exactly the model's law when the
+    subsample is the whole group and the model draws with replacement).
+
+    *Moment matching.* For each θ a reference batch X of R raw draws (seeded from the public seed and k)
+    with mean x̄ and covariance C is mapped to x̄ ↦ μ_θ, X ↦ μ_θ + (X − x̄) C^{+1/2} Σ_θ^{1/2}, where
+    (μ_θ, Σ_θ) are the exact moments of F under the sampler (:meth:`distpriv.moments.GroupMoments.dataset_moments`,
+    with the finite-population correction without replacement). The mapped batch has sample mean μ_θ and
+    sample covariance Σ_θ exactly (to rounding) when the range of Σ_θ lies in that of C, so every
+    Gaussian-model mechanism calibrated on the model uses the closed-form moments; the subsample only
+    supplies the shape (what the Wasserstein mechanism, the assumption tests and the W∞ gaps look at).
+    When a direction of Σ_θ has no spread in the subsample (a tiny subsample), the draws of that θ are
+    Gaussian instead (:attr:`gaussian_shape`). Later calls apply the same map to fresh raw draws.
+
+    Engines draw different subsamples of a group larger than the subsample (same law, other rows): the
+    moments, hence every Gaussian-model calibration, are identical across engines; the shape-based parts
+    (assumption tests, W∞ gaps) differ by sampling error. A group held whole gives identical draws.
+    """
+
+    def __init__(
+        self,
+        sub: Subsample,
+        moments: GroupMoments,
+        n: int,
+        *,
+        replace: bool,
+        reference: int,
+        seed: int,
+    ) -> None:
+        # rows in a canonical order (by value), so that a group held whole by the subsample gives the same
+        # draws whatever engine, file order or partitioning it came from
+        self.pos = _sorted_rows(sub.matrix[sub.protected])
+        self.neg = _sorted_rows(sub.matrix[~sub.protected])
+        self.moments = moments
+        self.query = moments.query
+        self.n = int(n)
+        self.replace = bool(replace)
+        self.reference = int(reference)
+        self.seed = int(seed)
+        self.gaussian_shape: dict[int, bool] = {}
+        self._maps: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                                    NDArray[np.float64]]] = {}
+
+    def _k(self, p: float) -> int:
+        k = int(round(float(p) * self.n))
+        if not 0 <= k <= self.n:
+            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
+        return k
+
+    def _group(self, mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator) -> NDArray[np.float64]:
+        m = self.query.dim
+        out = np.zeros((size, m))
+        if k == 0:
+            return out
+        s = len(mat)
+        chunk = max(1, 2_000_000 // max(s, 1))
+        exact_subset = not self.replace and k <= s
+        for start in range(0, size, chunk):
+            b = min(size, start + chunk) - start
+            if exact_subset and k == s:
+                w = np.ones((b, s))
+            elif exact_subset:
+                keys = g.random((b, s))
+                kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
+                w = (keys <= kth).astype(float)
+            else:
+                w = g.multinomial(k, np.full(s, 1.0 / s), size=b).astype(float)
+            out[start : start + b] = w @ mat
+        return out
+
+    def raw(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:
+        """``size`` raw draws of F (no moment matching)."""
+        g = as_rng(rng)
+        k = self._k(p)
+        total = self._group(self.pos, k, size, g) + self._group(self.neg, self.n - k, size, g)
+        return self.query.reduce(total, self.n)
+
+    def exact_moments(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(E[F], Cov[F]) of the sampler at θ = p, in closed form."""
+        return self.moments.dataset_moments(self._k(p) / self.n, self.n, replace=self.replace)
+
+    def _map(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                                      NDArray[np.float64]]:
+        k = self._k(p)
+        if k not in self._maps:
+            mu, sigma = self.exact_moments(p)
+            g = np.random.default_rng([self.seed, k])
+            x = self.raw(p, self.reference, g)
+            xbar = x.mean(axis=0)
+            c = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+            root = _sqrt_psd(sigma)
+            a = _sqrt_psd(c, inverse=True) @ root
+            scale = max(float(np.abs(sigma).max()), 1e-300)
+            gaussian = not np.allclose(a.T @ c @ a, sigma, rtol=1e-8, atol=1e-9 * scale)
+            if gaussian:  # a direction of Σ_θ without spread in the subsample: Gaussian shape
+                z = g.standard_normal(x.shape)
+                xbar, c = z.mean(axis=0), np.atleast_2d(np.cov(z, rowvar=False, ddof=1))
+                a = _sqrt_psd(c, inverse=True) @ root
+                x = z
+            self.gaussian_shape[k] = gaussian
+            ref = mu + (x - xbar) @ a
+            ref[:, ~np.any(a != 0, axis=0)] = mu[~np.any(a != 0, axis=0)]  # exactly constant where Σ_θ is zero
+            self._maps[k] = (xbar, a, mu, ref)
+        return self._maps[k]
+
+    def reference_samples(self, p: float) -> NDArray[np.float64]:
+        """The moment-matched reference batch of θ = p (sample mean μ_θ, sample covariance Σ_θ)."""
+        return self._map(p)[3].copy()
+
+    def __call__(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:
+        xbar, a, mu, _ = self._map(p)
+        if self.gaussian_shape[self._k(p)]:
+            x = as_rng(rng).standard_normal((size, self.query.dim))
+        else:
+            x = self.raw(p, size, rng)
+        out = mu + (x - xbar) @ a
+        const = ~np.any(a != 0, axis=0)
+        out[:, const] = mu[const]
+        return out
+
+
+#: Rows per group of the stratified subsample that shapes the sampled f_θ (bounded whatever the table size).
+SUBSAMPLE_ROWS = 4000
 
 
 def gaussian_sampler(model: GaussianModel) -> Any:
@@ -255,28 +429,50 @@ def model_f_theta(
     samples: int,
     rng: Any,
     population_sha256: str | None = None,
+    missing: str = "error",
+    subsample: int = SUBSAMPLE_ROWS,
 ) -> Modelling:
-    """Estimate f_θ for every θ in Ψ from ``samples`` sampled datasets per θ (population or data; module docstring)."""
+    """Model f_θ for every θ in Ψ from the source's aggregates and a bounded subsample (module docstring).
+
+    The moments of F come in closed form from the aggregate pass (:mod:`distpriv.moments`: without
+    replacement with the finite-population correction from a population, with replacement from the data);
+    ``samples`` datasets per θ are drawn by :class:`MomentSampler` from a stratified subsample of at most
+    ``subsample`` rows per group, drawn inside the engine, and matched to those moments. Nothing scales
+    with the table: one aggregate pass, one sampling pass, O(samples · subsample) work per θ.
+    """
     g = as_rng(rng)
     counts = check_pairs_achievable(pairs, n)
     labels = list(dict.fromkeys(v for pr in pairs for v in pr))
+    src = population if population is not None else data
+    replace = population is None
+    mom = src.summary.moments
+    if not replace:
+        pos, neg = (int(c) for c in mom.counts)
+        for p, k in counts.items():
+            if k > pos or n - k > neg:
+                raise InvalidParameterError(
+                    f"--pairs: share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
+                    f"{n}, but the population has {pos} and {neg}"
+                )
+    sub = stratified_sample(src.source, query, predicate, subsample, seed=int(g.integers(2**62)), missing=missing,
+                            summary=src.summary)
+    sampler = MomentSampler(sub, mom, n, replace=replace, reference=samples, seed=int(g.integers(2**62)))
     if population is not None:
-        mask = check_against(population, query, predicate, "--population")
-        sampler, source = _population_sampler(population, query, predicate, mask, n, counts), "population"
-        note = (f"f_θ modelled from the reference population ({population.rows} records, SHA-256 "
+        source = "population"
+        note = (f"f_θ modelled from the reference population ({population.kept} records, SHA-256 "
                 f"{(population_sha256 or '?')[:16]}…): datasets of n = {n} records with round(θn) records satisfying "
-                f"{str(predicate)!r}, drawn without replacement (Chen & Ohrimenko Sec. 6.1).")
+                f"{str(predicate)!r}, drawn without replacement (Chen & Ohrimenko Sec. 6.1); mean and covariance "
+                "in closed form from one aggregate pass, shape from a stratified subsample of at most "
+                f"{subsample} records per group.")
     else:
-        mask = predicate.mask(data.frame)
-        sampler = bootstrap_sampler(query.column_matrix(data.frame), mask, query, n)
         source = "data"
         note = (f"f_θ modelled from the private table itself (--model-from-data): datasets of n = {n} records "
                 f"resampled with replacement, round(θn) of them from the rows satisfying {str(predicate)!r}. This "
                 "assumes the data are representative of the records a dataset with share θ would hold, and makes "
                 "the mechanism and its noise scale depend on the private data: what they reveal about it is "
                 "outside the guarantee.")
-    samples_by = {lab: np.asarray(sampler(lab, samples, g), dtype=float) for lab in labels}
-    return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by), note, population_sha256)
+    samples_by = {lab: sampler.reference_samples(lab) for lab in labels}
+    return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by), note, population_sha256, sub)
 
 
 def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelling:
@@ -284,25 +480,3 @@ def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelli
     note = (f"f_θ declared in the model file {path.name} (SHA-256 {sha256[:16]}…): N(μ_θ, Σ_θ) for θ in "
             f"{[float(cast(float, v)) for v in model.labels]}; the guarantee is for the declared values.")
     return Modelling("model", None, None, gaussian_sampler(model), model, note, sha256)
-
-
-def _population_sampler(
-    population: Table, query: Query, predicate: Predicate, mask: NDArray[np.bool_], n: int, counts: dict[float, int]
-) -> Any:
-    """Sampler over a reference population, via :class:`distpriv.property.PropertyModel` (without replacement)."""
-    pos, neg = int(mask.sum()), int((~mask).sum())
-    for p, k in counts.items():
-        if k > pos or n - k > neg:
-            raise InvalidParameterError(
-                f"--pairs: share {p} needs {k} records satisfying the predicate and {n - k} others out of n = {n}, "
-                f"but the population has {pos} and {neg}"
-            )
-    from ..property import PropertyModel
-
-    pm = PropertyModel(population.frame, predicate, query, n)
-
-    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        # θ = p is realised with round(p·n) protected records, the nearest share PropertyModel accepts.
-        return pm.sample_query(int(round(float(p) * n)) / n, size, rng)
-
-    return sample

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from .fingerprints import KEY_LENGTH
+from .fingerprints import FINGERPRINT_SCHEME, KEY_LENGTH
 
 __all__ = [
     "FORMAT",
@@ -65,7 +65,7 @@ _HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
 _TOP_KEYS = {"format", "version", "notice", "release", "framework", "protect", "pairs", "releases", "composed",
              "public_sha256", "checksum"}
 _ENTRY_KEYS = {"id", "epsilon", "delta", "mechanism", "deterministic", "rows", "fingerprints"}
-_FP_KEYS = {"file", "key", "sha256", "count"}
+_FP_KEYS = {"file", "key", "sha256", "count", "scheme"}
 _COMPOSED_KEYS = {"epsilon", "delta", "propositions"}
 
 
@@ -90,7 +90,7 @@ class ChainEntry:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "epsilon": self.epsilon, "delta": self.delta, "mechanism": self.mechanism,
                 "deterministic": self.deterministic, "rows": self.rows,
-                "fingerprints": {"file": _fp_name(self.id), "key": self.fingerprint_key,
+                "fingerprints": {"file": _fp_name(self.id), "key": self.fingerprint_key, "scheme": FINGERPRINT_SCHEME,
                                  "sha256": _npy_sha(self.fingerprints), "count": int(self.fingerprints.size)}}
 
 
@@ -212,6 +212,9 @@ def _entry(raw: Any, folder: Path, i: int) -> ChainEntry:
     rows = e["rows"]
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise _Bad(f"release {i + 1}: rows must be a positive integer")
+    if isinstance(e["fingerprints"], dict) and e["fingerprints"].get("scheme", None) != FINGERPRINT_SCHEME:
+        raise _Bad(f"release {i + 1}: fingerprints of scheme {e['fingerprints'].get('scheme')!r}, not "
+                   f"{FINGERPRINT_SCHEME!r} (written by another distpriv version: rows cannot be compared)")
     fp = _keys(e["fingerprints"], _FP_KEYS, f"release {i + 1}: fingerprints")
     key = fp["key"]
     if not isinstance(key, str) or len(key) != KEY_LENGTH or not key.isascii():

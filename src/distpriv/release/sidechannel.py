@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..report import render_markdown
 from .core import Prepared, ReleaseResult, prepare, release, select
-from .data import Table
 from .public import public_context
 from .render import release_sections
 from .selection import Selection
@@ -83,23 +83,21 @@ def _mask_markdown(text: str, values: list[float]) -> str:
     return text
 
 
-def _synthetic_table(prep: Prepared, p: float, rng: np.random.Generator) -> Table:
+def _synthetic_table(prep: Prepared, p: float, rng: np.random.Generator) -> pd.DataFrame:
+    """A dataset of n records with ⌊pn⌉ protected ones, built from the modelling's stratified subsample
+    (without replacement from a population where the subsample suffices, else with replacement)."""
     n = prep.modelling.n
-    assert n is not None
+    sub = prep.modelling.subsample
+    assert n is not None and sub is not None
     k = int(round(p * n))
-    if prep.population is not None:
-        frame = prep.population.frame
-        mask = prep.predicate.mask(frame)
-        pos = rng.choice(np.flatnonzero(mask), size=k, replace=False)
-        neg = rng.choice(np.flatnonzero(~mask), size=n - k, replace=False)
-    else:
-        frame = prep.data.frame
-        mask = prep.predicate.mask(frame)
-        pos = rng.choice(np.flatnonzero(mask), size=k, replace=True)
-        neg = rng.choice(np.flatnonzero(~mask), size=n - k, replace=True)
+    flags = sub.protected
+    pos_rows, neg_rows = np.flatnonzero(flags), np.flatnonzero(~flags)
+    replace = prep.population is None or k > pos_rows.size or n - k > neg_rows.size
+    pos = rng.choice(pos_rows, size=k, replace=replace)
+    neg = rng.choice(neg_rows, size=n - k, replace=replace)
     rows = np.concatenate([pos, neg])
     rng.shuffle(rows)
-    return Table(None, frame.iloc[rows].reset_index(drop=True))
+    return sub.frame.iloc[rows].reset_index(drop=True)
 
 
 def _public(result: ReleaseResult) -> tuple[dict[str, Any], str]:

@@ -24,6 +24,7 @@ Command-line options override the file.
 
 from __future__ import annotations
 
+import glob
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,7 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
+    "missing", "sep", "encoding",
 )
 
 #: The one-line error when no source of f_θ is given (or more than one).
@@ -129,7 +131,12 @@ class ReleaseSpec:
         noise for tests and reproduction only — a seeded release is not private.
     previous: ``--out`` folders of earlier releases (their private ledgers) to compose with.
     independent: the user asserts the data of this release and of ``previous`` are independently sampled.
-    population_frame: an in-memory population (a pandas DataFrame) instead of ``population``.
+    population_frame: a population frame (pandas, Polars, DuckDB, Dask, PySpark) instead of ``population``.
+    missing: ``"error"`` (default: refuse missing values in a used column, naming it and the count) or
+        ``"drop"`` (drop those rows; n is then the number of rows kept).
+    sep, encoding: CSV delimiter (one character) and encoding (utf-8, utf-16, latin-1) of the input files.
+
+    ``data`` and ``population`` may be globs (``"logs/*.parquet"``): files are scanned lazily.
     """
 
     data: Path | None
@@ -150,6 +157,9 @@ class ReleaseSpec:
     previous: tuple[Path, ...] = field(default_factory=tuple)
     independent: bool = False
     population_frame: Any = field(default=None, compare=False, repr=False)
+    missing: str = "error"
+    sep: str | None = None
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -186,7 +196,15 @@ class ReleaseSpec:
             raise InvalidParameterError(f"{sources[1]}: give only one of --population, --model and --model-from-data")
         if self.model is not None and self.n is not None:
             raise InvalidParameterError("--n: not used with --model (the declared model fixes f_θ)")
+        if self.missing not in ("error", "drop"):
+            raise UnknownLabelError(f"--missing: expected 'error' or 'drop', got {self.missing!r}")
+        if self.sep is not None and (not isinstance(self.sep, str) or len(self.sep) != 1):
+            raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
+        if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
+            raise InvalidParameterError(f"--encoding: expected an encoding name such as latin-1, got {self.encoding!r}")
         for p, what in ((self.data, "data"), (self.population, "--population"), (self.model, "--model")):
+            if p is not None and what != "--model" and glob.has_magic(str(p)):
+                continue  # a glob: open_table reports one matching nothing
             if p is not None and not Path(p).is_file():
                 raise DataUnavailableError(f"{what}: file not found: {p}")
         for p in self.previous:
@@ -228,6 +246,9 @@ class ReleaseSpec:
             "seed": self.seed,
             "previous": [str(p) for p in self.previous],
             "independent": self.independent,
+            "missing": self.missing,
+            "sep": self.sep,
+            "encoding": self.encoding,
         }
 
     def with_options(self, **changes: Any) -> ReleaseSpec:
@@ -284,7 +305,7 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     for key in ("n", "samples", "seed"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], int)):
             raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
-    for key in ("protect", "mechanism", "calibration"):
+    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding"):
         if key in out and not isinstance(out[key], str):
             raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
     for key in ("independent", "model_from_data"):
@@ -314,6 +335,9 @@ def build_spec(
     seed: int | None = None,
     previous: Sequence[str | Path] | None = None,
     independent: bool | None = None,
+    missing: str | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -334,6 +358,9 @@ def build_spec(
         "seed": seed,
         "previous": [Path(p) for p in previous] if previous else None,
         "independent": independent,
+        "missing": missing,
+        "sep": sep,
+        "encoding": encoding,
     }
     for k, v in cli.items():
         if v is not None:
@@ -354,10 +381,10 @@ def build_spec(
         if "pairs" in cfg and not pairs and around is None:
             raise InvalidParameterError("--config: give either pairs or around/gap, not both")
         merged["pairs"] = pairs_around(float(merged.pop("around")), float(merged.pop("gap")))
-    missing = [k for k in ("data", "stats", "protect", "pairs", "epsilon", "delta") if merged.get(k) is None]
-    if missing:
+    absent = [k for k in ("data", "stats", "protect", "pairs", "epsilon", "delta") if merged.get(k) is None]
+    if absent:
         opt = {"data": "DATA", "stats": "--stat", "protect": "--protect", "pairs": "--pairs",
-               "epsilon": "--epsilon", "delta": "--delta"}[missing[0]]
+               "epsilon": "--epsilon", "delta": "--delta"}[absent[0]]
         raise InvalidParameterError(f"{opt}: missing (give it on the command line or in --config)")
     kwargs = {k: v for k, v in merged.items() if k in {f for f in ReleaseSpec.__dataclass_fields__}}
     kwargs["stats"] = tuple(kwargs["stats"])
