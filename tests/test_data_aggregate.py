@@ -132,7 +132,7 @@ def test_missing_policy_and_other_errors(table):
     with pytest.raises(InvalidParameterError, match="column 'my age' is numeric"):
         dd.summarize(table, ["count:my age=old"], PROTECT)
     with pytest.raises(InvalidParameterError, match="is boolean; value must be true/false"):
-        dd.summarize(table, ["count:veteran=yes"], PROTECT)
+        dd.summarize(table, ["count:veteran=maybe"], PROTECT)
     inf = table.assign(**{"hours per week": np.where(np.arange(len(table)) == 5, np.inf, table["hours per week"])})
     with pytest.raises(InvalidParameterError, match=r"columns \['hours per week'\] contain infinite values"):
         dd.summarize(inf, QUERY, PROTECT)

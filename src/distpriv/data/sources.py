@@ -297,7 +297,7 @@ def _open_files(
             rel = rel.project(", ".join(quote_ident(c) for c in rel.columns if c not in index_cols))
             file_columns = [tuple(c for c in cols if c not in index_cols) for cols in file_columns]
         if kind == "csv" and strip:
-            # Mirror pandas' skipinitialspace (as in distpriv.release.data.load_table): strip spaces after the
+            # Mirror pandas' skipinitialspace (as pandas' skipinitialspace did for the release's old CSV reader): strip spaces after the
             # delimiter from text cells; DuckDB already trims headers and numbers.
             exprs = [
                 f"ltrim({quote_ident(c)}, ' ') AS {quote_ident(c)}" if str(t) == "VARCHAR" else quote_ident(c)
