@@ -6,8 +6,12 @@ written; :func:`distpriv.cli.main` prints it as one line and exits 2.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext as _nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,75 @@ _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the 
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
+@dataclass(frozen=True)
+class SpecOptions:
+    """The options ``release`` and ``audit`` share, declared once (:func:`_spec_options`)."""
+
+    data: Path | None
+    stat: list[str] | None
+    protect: str | None
+    pairs: list[str] | None
+    around: float | None
+    gap: float | None
+    epsilon: float | None
+    delta: float | None
+    mechanism: str | None
+    population: Path | None
+    model: Path | None
+    model_from_data: bool
+    config: Path | None
+    fmt: str
+    out: Path | None
+    n: int | None
+    samples: int | None
+    calibration: str | None
+    missing: str | None
+    sep: str | None
+    encoding: str | None
+    force: bool
+
+    def spec_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`distpriv.release.spec.build_spec` (all but the command's own)."""
+        return {"data": self.data, "stats": self.stat, "protect": self.protect, "pairs": self.pairs,
+                "around": self.around, "gap": self.gap, "epsilon": self.epsilon, "delta": self.delta,
+                "mechanism": self.mechanism, "population": self.population, "config": self.config,
+                "model": self.model, "model_from_data": self.model_from_data or None, "n": self.n,
+                "samples": self.samples, "calibration": self.calibration, "missing": self.missing, "sep": self.sep,
+                "encoding": self.encoding}
+
+
+#: (name, type, typer default) of every shared option, in --help order
+_SHARED: tuple[tuple[str, Any, Any], ...] = (
+    ("data", Path, _DATA), ("stat", list[str], _STAT), ("protect", str, _PROTECT), ("pairs", list[str], _PAIRS),
+    ("around", float, _AROUND), ("gap", float, _GAP), ("epsilon", float, _EPS), ("delta", float, _DELTA),
+    ("mechanism", str, _MECH), ("population", Path, _POP), ("model", Path, _MODEL),
+    ("model_from_data", bool, _FROM_DATA), ("config", Path, _CONFIG), ("fmt", str, _FMT), ("out", Path, _OUT),
+    ("n", int, _N), ("samples", int, _SAMPLES), ("calibration", str, _CAL), ("missing", str, _MISSING),
+    ("sep", str, _SEP), ("encoding", str, _ENCODING), ("force", bool, _FORCE),
+)
+
+
+def _spec_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """Give a command the shared options: its first parameter ``o`` receives them as :class:`SpecOptions`.
+
+    typer reads the wrapper's ``__signature__``: the shared options, then the command's own.
+    """
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "o"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=tp)
+              for name, tp, default in _SHARED]
+    params = shared + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> None:
+        o = SpecOptions(**{name: kwargs.pop(name) for name, _, _ in _SHARED})
+        fn(o, **kwargs)
+
+    del command.__wrapped__  # typer must see the signature below, not fn's
+    command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
 def _check_out(out: Path | None, previous: list[Path] | None = None, force: bool = False) -> None:
     if out is None:
         return
@@ -98,26 +171,10 @@ def register(app: typer.Typer) -> None:
     """Add the top-level ``release``, ``audit`` and ``audit-local`` commands to the ``distpriv`` app."""
 
     @app.command("release")
+    @_spec_options
     def release_cmd(
-        data: Path = _DATA,
-        stat: list[str] = _STAT,
-        protect: str = _PROTECT,
-        pairs: list[str] = _PAIRS,
-        around: float = _AROUND,
-        gap: float = _GAP,
-        epsilon: float = _EPS,
-        delta: float = _DELTA,
-        mechanism: str = _MECH,
-        population: Path = _POP,
-        model: Path = _MODEL,
-        model_from_data: bool = _FROM_DATA,
-        config: Path = _CONFIG,
-        fmt: str = _FMT,
-        out: Path = _OUT,
+        o: SpecOptions,
         seed: int = _SEED,
-        n: int = _N,
-        samples: int = _SAMPLES,
-        calibration: str = _CAL,
         previous: list[Path] = typer.Option(None, "--previous",
                                             help="--out folder of an earlier release to compose with (repeatable)."),
         independent: bool = typer.Option(False, "--independent",
@@ -125,10 +182,6 @@ def register(app: typer.Typer) -> None:
         audit_release: bool = typer.Option(False, "--audit",
                                            help="Also audit the chosen mechanism (dp.audit) and add it to the report."),
         trials: int = _TRIALS,
-        force: bool = _FORCE,
-        missing: str = _MISSING,
-        sep: str = _SEP,
-        encoding: str = _ENCODING,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
         from ..formatting import check_format, dumps
@@ -136,13 +189,10 @@ def register(app: typer.Typer) -> None:
         from ..release.spec import build_spec
         from ..report import render_markdown
 
+        fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
         _check_out(out, previous, force)
-        spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
-                          epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
-                          model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed, previous=previous, independent=independent or None,
-                          missing=missing, sep=sep, encoding=encoding)
+        spec = build_spec(**o.spec_kwargs(), seed=seed, previous=previous, independent=independent or None)
         _warn_seeded(spec.seed)
         if audit_release:
             from ..release.audit import check_audit_options
@@ -191,35 +241,15 @@ def register(app: typer.Typer) -> None:
             print(render_markdown("distpriv release", secs))
 
     @app.command("audit")
+    @_spec_options
     def audit_cmd(
-        data: Path = _DATA,
-        stat: list[str] = _STAT,
-        protect: str = _PROTECT,
-        pairs: list[str] = _PAIRS,
-        around: float = _AROUND,
-        gap: float = _GAP,
-        epsilon: float = _EPS,
-        delta: float = _DELTA,
-        mechanism: str = _MECH,
-        population: Path = _POP,
-        model: Path = _MODEL,
-        model_from_data: bool = _FROM_DATA,
-        config: Path = _CONFIG,
-        fmt: str = _FMT,
-        out: Path = _OUT,
+        o: SpecOptions,
         seed: int = typer.Option(None, "--seed", help="Seed of the audit's draws (default: from the public inputs)."),
-        n: int = _N,
-        samples: int = _SAMPLES,
-        calibration: str = _CAL,
         trials: int = _TRIALS,
         confidence: float = _CONFIDENCE,
         audit_model: Path = typer.Option(None, "--audit-model",
                                          help="Auditor's f_θ (declared-model JSON/TOML) to audit against instead of "
                                               "the release's model."),
-        force: bool = _FORCE,
-        missing: str = _MISSING,
-        sep: str = _SEP,
-        encoding: str = _ENCODING,
     ) -> None:
         """Audit the mechanism a release would use with dp.audit on every pair of Ψ; check side channels.
 
@@ -235,13 +265,11 @@ def register(app: typer.Typer) -> None:
         from ..release.spec import build_spec
         from ..report import render_markdown, write_report
 
+        fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
         _check_out(out, None, force)
         check_audit_options(trials, confidence)
-        spec = build_spec(data=data, stats=stat, protect=protect, pairs=pairs, around=around, gap=gap,
-                          epsilon=epsilon, delta=delta, mechanism=mechanism, population=population, config=config,
-                          model=model, model_from_data=model_from_data or None, n=n, samples=samples,
-                          calibration=calibration, seed=seed, missing=missing, sep=sep, encoding=encoding)
+        spec = build_spec(**o.spec_kwargs(), seed=seed)
         truth, source = (None, None) if audit_model is None else load_audit_model(audit_model, spec.stats, spec.pairs)
         from ..release.outdir import OutputFolder
         from ..release.progress import Stages
