@@ -53,11 +53,13 @@ def _same_release(a, b) -> None:  # noqa: ANN001
 def test_model_has_the_closed_form_moments_and_the_raw_draws_follow_the_sampler(table, pop) -> None:
     res = protect(table, stats=["mean:age", "count:sex=Female"], population=pop, samples=400, seed=1, **BASE)
     m = res.prepared.modelling
-    fit = m.model.to_gaussian()
+    fit = m.model.to_gaussian()  # of the standardised statistics D⁻¹F (release/standardize.py)
+    sampler, d = m.sampler.base, m.sampler.scale
+    np.testing.assert_allclose(d, res.prepared.standardization.scale, rtol=0)
     for theta in (0.45, 0.55):
-        mu, cov = m.sampler.exact_moments(theta)
-        np.testing.assert_allclose(fit.mean(theta), mu, rtol=1e-12)
-        np.testing.assert_allclose(fit.covariance(theta), cov, rtol=1e-9)
+        mu, cov = sampler.exact_moments(theta)
+        np.testing.assert_allclose(fit.mean(theta) * d, mu, rtol=1e-12)
+        np.testing.assert_allclose(fit.covariance(theta) * np.outer(d, d), cov, rtol=1e-9)
         # independent check of the closed form: datasets drawn without replacement from the population
         rng = np.random.default_rng(7)
         k = round(theta * 300)
@@ -71,7 +73,7 @@ def test_model_has_the_closed_form_moments_and_the_raw_draws_follow_the_sampler(
         assert np.all(np.abs(draws.mean(axis=0) - mu) < 4.5 * se)
         assert np.all(np.abs(draws.var(axis=0, ddof=1) / np.diag(cov) - 1) < 4.5 * np.sqrt(2 / 1999))
         # raw draws of the sampler (no moment matching): the sampler's law, within sampling error
-        raw = m.sampler.raw(theta, 4000, np.random.default_rng(3))
+        raw = sampler.raw(theta, 4000, np.random.default_rng(3))
         assert np.all(np.abs(raw.mean(axis=0) - mu) < 4.5 * np.sqrt(np.diag(cov) / 4000))
         ratio = raw.var(axis=0, ddof=1) / np.diag(cov)
         assert np.all(np.abs(ratio - 1) < 4.5 * np.sqrt(2 / 3999))

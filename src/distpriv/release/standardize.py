@@ -103,11 +103,19 @@ def standardize_model(model: EmpiricalModel | GaussianModel, scale: ArrayLike) -
                          {lab: model.covariance(lab) / np.outer(d, d) for lab in model.labels})
 
 
-def _scaled_sampler(sampler: Any, d: NDArray[np.float64]) -> Any:
-    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        return np.asarray(sampler(p, size, rng), dtype=float) / d
+class ScaledSampler:
+    """Draws of D⁻¹F from a sampler of F; ``base`` and ``scale`` keep the original sampler and d reachable."""
 
-    return sample
+    def __init__(self, base: Any, scale: NDArray[np.float64]) -> None:
+        self.base = base
+        self.scale = scale
+
+    def __call__(self, p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        return np.asarray(self.base(p, size, rng), dtype=float) / self.scale
+
+
+def _scaled_sampler(sampler: Any, d: NDArray[np.float64]) -> Any:
+    return ScaledSampler(sampler, d)
 
 
 def standardize_modelling(modelling: Any, scale: ArrayLike) -> Any:
