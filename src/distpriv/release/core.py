@@ -46,6 +46,7 @@ from .data import (
     input_sha256,
     model_f_theta,
     open_input,
+    prefetch_sha256,
     public_seed,
 )
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
@@ -172,8 +173,9 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
             raise InvalidParameterError("data: give the table to release")
         data = spec.data
     csv = {"sep": spec.sep, "encoding": spec.encoding} if _is_files(data) else {}
-    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv)
     pop_value = spec.population if spec.population is not None else spec.population_frame
+    prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv)
     # --sep/--encoding describe the data file; a population's CSV delimiter is detected by DuckDB
     population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
                                                            missing=spec.missing)

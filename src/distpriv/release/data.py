@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -107,8 +108,31 @@ class Table:
         return self.summary.values
 
 
+_PENDING: dict[Path, Future[str]] = {}
+
+
+def prefetch_sha256(value: Any) -> None:
+    """Start hashing a single file ``value`` in a background thread (file reads and hashlib release the
+    GIL), so that :func:`file_sha256` overlaps the engine's scan of the same file; other values: no-op."""
+    if not isinstance(value, (str, Path)):
+        return
+    path = Path(value)
+    if not path.is_file():
+        return
+    key = path.resolve()
+    if key not in _PENDING:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distpriv-sha256")
+        _PENDING[key] = pool.submit(_sha256_of, path)
+        pool.shutdown(wait=False)
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 of a file's bytes (identifies public inputs such as a population or a model file)."""
+    fut = _PENDING.pop(Path(path).resolve(), None)
+    return fut.result() if fut is not None else _sha256_of(Path(path))
+
+
+def _sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with Path(path).open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
