@@ -228,7 +228,7 @@ def test_three_release_chain_adds_up(pub: Path, chain: dict[str, dict]) -> None:
     c2, c3 = chain["c2"]["composition"], chain["c3"]["composition"]
     assert c2["releases"] == 2 and c2["guarantee"]["epsilon"] == pytest.approx(2.0)
     assert c3["releases"] == 3 and c3["guarantee"]["epsilon"] == pytest.approx(3.0)
-    assert c3["proposition"] == "A.5" and c3["guarantee"]["delta"] == pytest.approx(0.0)
+    assert c3["proposition"] == "A.5" and c3["guarantee"]["delta"] == pytest.approx(3 * c2["guarantee"]["delta"] / 2)
     ledger = json.loads((pub / "c3" / "private" / "ledger.json").read_text())
     assert len(ledger["releases"]) == 3 and ledger["composed"]["epsilon"] == pytest.approx(3.0)
     assert "NOT FOR PUBLICATION" in ledger["notice"]
