@@ -182,6 +182,14 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
     if declared is None:
+        if spec.n is None and table.kept != table.rows and not spec.model_from_data:
+            # the model (and so every published noise scale) depends on n; rows dropped for missing values make
+            # the kept count a function of the data, possibly of the secret (independent review): make it a choice
+            raise InvalidParameterError(
+                f"--missing drop: {table.rows - table.kept} rows were dropped, so the number of rows kept depends on "
+                "the data and would shape the published noise; declare it public with --n (the kept count), or "
+                "model f_θ with --model-from-data (outside the guarantee) or --model"
+            )
         n = table.kept if spec.n is None else spec.n
         check_pairs_achievable(spec.pairs, n)
         if n != table.kept:
