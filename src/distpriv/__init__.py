@@ -46,19 +46,28 @@ _ATTRIBUTES: dict[str, str] = {
     "Query": "queries",
     "Statistic": "queries",
 }
-_SUBMODULES = ("accounting", "attacks", "attribute", "calibration", "datasets", "distances", "divergences",
-               "local", "relaxed")
+_SUBMODULES = ("accounting", "attacks", "attribute", "auditing", "calibration", "data", "datasets", "distances",
+               "divergences", "guarantees", "local", "mechanisms", "models", "moments", "queries", "relaxed",
+               "release")
 
 if TYPE_CHECKING:
     from . import accounting as accounting
     from . import attacks as attacks
     from . import attribute as attribute
+    from . import auditing as auditing
     from . import calibration as calibration
+    from . import data as data
     from . import datasets as datasets
     from . import distances as distances
     from . import divergences as divergences
+    from . import guarantees as guarantees
     from . import local as local
+    from . import mechanisms as mechanisms
+    from . import models as models
+    from . import moments as moments
+    from . import queries as queries
     from . import relaxed as relaxed
+    from . import release as release
     from .auditing import AuditReport, audit
     from .errors import (
         AssumptionError,
