@@ -223,10 +223,3 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
     """
     d = check_positive(sensitivity, "sensitivity", allow_zero=True)
     return d / max_distance(epsilon, delta, calibration)
-
-
-def gaussian_privacy_loss_check(distance: float, epsilon: float, delta: float, *, slack: float = 1e-12) -> bool:
-    """True iff a Gaussian shift of Mahalanobis length ``distance`` meets (ε, δ) exactly."""
-    return float(gaussian_delta(check_positive(distance, "distance", allow_zero=True), check_epsilon(epsilon))) <= (
-        check_delta(delta) + slack
-    )

@@ -66,7 +66,7 @@ from .._validation import (
     check_int,
     check_real,
 )
-from ..errors import AssumptionError, InvalidParameterError, InvalidTypeError
+from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Guarantee
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 
@@ -829,14 +829,3 @@ class Tupling:
             theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",
             notes=tuple(notes),
         )
-
-
-def _is_tupling(obj: Any) -> bool:
-    return isinstance(obj, Tupling)
-
-
-def as_tupling(obj: Any) -> Tupling:
-    """Type check helper."""
-    if not _is_tupling(obj):
-        raise InvalidTypeError(f"expected a Tupling, got {type(obj).__name__}")
-    return obj
