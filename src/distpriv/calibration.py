@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Literal
 
@@ -39,6 +41,19 @@ CALIBRATIONS: tuple[str, ...] = ("classic", "exact")
 def check_calibration(calibration: str) -> str:
     """``calibration`` must be ``"classic"`` or ``"exact"``."""
     return check_choice(calibration, "calibration", CALIBRATIONS)
+
+
+@contextmanager
+def classic_warnings_suppressed() -> Iterator[None]:
+    """Silence :class:`~distpriv.errors.ClassicCalibrationWarning` inside the block.
+
+    The one way callers that report the classic rule's status themselves (release selection, the
+    demos and reproductions; each guarantee already states the proven δ, see
+    :func:`distpriv.mechanisms.registry.calibrate`) quiet the ε >= 1 warning.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+        yield
 
 
 # --------------------------------------------------------------------------- Laplace

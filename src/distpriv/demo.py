@@ -10,13 +10,12 @@ Part 2 (see :mod:`distpriv.workflow`) protects the share of high earners in UCI 
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
 
 from . import distances
-from .errors import ClassicCalibrationWarning
+from .calibration import classic_warnings_suppressed
 from .mechanisms import LABELS, calibrate
 from .models import GaussianModel
 
@@ -34,8 +33,7 @@ def section_5_3_example(epsilon: float = 1.0, delta: float = 1e-3) -> dict[str, 
         for name in EXAMPLE_MECHANISMS:
             if cal == "classic" and name in ("expm-laplace", "dirm-laplace", "wasserstein"):
                 continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ClassicCalibrationWarning)
+            with classic_warnings_suppressed():
                 mech = calibrate(name, model, [("θ1", "θ2")], epsilon=epsilon, delta=delta,
                                  calibration=cal if name not in ("expm-laplace", "dirm-laplace", "wasserstein") else "exact")
             cz = mech.noise_covariance

@@ -37,13 +37,16 @@ from ..errors import AssumptionError, AssumptionWarning
 from ..models import EmpiricalModel, GaussianModel
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
+from .metadata import METADATA, names_where
 
 GAUSSIAN_FIT = ("f_θ = N(μ̂_θ, Σ̂_θ), the Gaussian fit (sample mean and covariance) of the samples of each θ: "
                 "Gaussianity and the fitted moments are assumed")
 EXACT_PROFILE = ("δ(ε) computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of every pair in both orders "
                  "(distpriv.accounting; no equal-covariance assumption)")
-GAUSSIAN_MODEL_NAMES = ("expm-gauss", "dirm-gauss", "eigm", "daum")
-FIT_NAMES = ("eigm", "daum")
+#: Gaussian-noise mechanisms calibrated on the model's Ψ (the DP baselines are not).
+GAUSSIAN_MODEL_NAMES = names_where(noise="gaussian", needs_pairs=True)
+#: Those also accounted exactly on the Gaussian fit of an EmpiricalModel.
+FIT_NAMES = tuple(n for n in GAUSSIAN_MODEL_NAMES if METADATA[n].exact_gaussian_fit)
 LAPLACE_MODEL_NAMES = ("expm-laplace", "dirm-laplace")
 
 
