@@ -26,16 +26,16 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Literal
 
 import numpy as np
 from scipy import optimize, special
 
 from ._validation import check_choice, check_delta, check_epsilon, check_positive, check_real
 from .errors import ClassicCalibrationWarning, InvalidParameterError
+from .guarantees import Calibration
 
-Calibration = Literal["classic", "exact"]
-CALIBRATIONS: tuple[str, ...] = ("classic", "exact")
+#: The Gaussian calibration rules a caller may choose (values of :class:`~distpriv.guarantees.Calibration`).
+CALIBRATIONS: tuple[str, ...] = (Calibration.CLASSIC.value, Calibration.EXACT.value)
 
 
 def check_calibration(calibration: str) -> str:
@@ -223,7 +223,7 @@ def max_distance(epsilon: float, delta: float, calibration: str = "exact", *, wa
     """
     cal = check_calibration(calibration)
     eps = check_epsilon(epsilon)
-    if cal == "classic":
+    if cal == Calibration.CLASSIC:
         if warn:
             _warn_classic(eps)
         return eps / classic_c(delta)

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 from .. import divergences as dv
 from .._validation import check_choice, check_delta, check_real
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from .mechanism import Mechanism
 
 __all__ = [
@@ -180,7 +180,7 @@ def distp_guarantee(
         delta=d,
         mechanism=getattr(mech, "name", type(mech).__name__),
         framework="local-distribution-privacy",
-        calibration="exact",
+        calibration=Calibration.EXACT,
         pairs=tuple(pairs),
         assumptions=("the users' inputs follow exactly the given distributions λ",),
         theorem="Kawamoto & Murakami (tupling) Definition 8; exact hockey-stick accounting",

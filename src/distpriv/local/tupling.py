@@ -67,7 +67,7 @@ from .._validation import (
     check_real,
 )
 from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 
 __all__ = ["EpsilonResult", "Theorem3Bound", "Tupling"]
@@ -823,7 +823,7 @@ class Tupling:
             delta=res.delta,
             mechanism=self.name,
             framework="local-distribution-privacy",
-            calibration="exact",
+            calibration=Calibration.EXACT,
             pairs=(labels,),
             assumptions=("inputs follow exactly the given λ0, λ1", "dummies drawn i.i.d. from ν"),
             theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",

@@ -34,6 +34,7 @@ from ..accounting.release import NoiseLaw, proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
+from ..guarantees import Calibration
 from ..models import EmpiricalModel, GaussianModel
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
@@ -81,7 +82,7 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     notes = list(mech.guarantee.notes)
     details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0, "topup_isotropic": 0.0}
     claimed = target
-    if inp.calibration == "classic" and eps >= 1.0:
+    if inp.calibration == Calibration.CLASSIC and eps >= 1.0:
         # the value (not only the decision) is claimed: no decision mode, every ordered pair evaluated
         prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
         if prof.delta_upper > target * (1 + SLACK):

@@ -10,7 +10,7 @@ from typing import Any
 from .._validation import check_choice
 from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
 from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
@@ -113,7 +113,7 @@ def calibrate(
     mech = builder(inp, **options)
     accounted = exact.account(key, mech, inp)
     if not accounted.details.get("accounted"):
-        if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+        if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted
 
@@ -125,7 +125,7 @@ def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guaran
     Gaussian profile δ_D(ε) increases with D, so δ_{ε/c}(ε) is a proven δ. When it exceeds the
     requested δ (e.g. ε = 10, δ = 0.01 gives 0.041) the claim is weakened to the proven value.
     """
-    proven = float(gaussian_delta(max_distance(epsilon, delta, "classic", warn=False), epsilon))
+    proven = float(gaussian_delta(max_distance(epsilon, delta, Calibration.CLASSIC, warn=False), epsilon))
     if proven > delta:
         note = (f"classic rule c = sqrt(2 ln(1.25/δ)) fails at ε = {epsilon:g}: the exact Gaussian profile gives "
                 f"δ = {proven:.3g} > requested {delta:g}; the claim is weakened to the proven δ")
