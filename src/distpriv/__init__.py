@@ -32,6 +32,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Guarantee": "guarantees",
     "compose": "guarantees",
     "MECHANISMS": "mechanisms",
+    "AdditiveNoiseMechanism": "mechanisms",
     "Mechanism": "mechanisms",
     "calibrate": "mechanisms",
     "EmpiricalModel": "models",
@@ -47,7 +48,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Statistic": "queries",
 }
 _SUBMODULES = ("accounting", "attacks", "attribute", "calibration", "datasets", "distances", "divergences",
-               "local", "relaxed")
+               "local", "protocol", "relaxed")
 
 if TYPE_CHECKING:
     from . import accounting as accounting
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from . import distances as distances
     from . import divergences as divergences
     from . import local as local
+    from . import protocol as protocol
     from . import relaxed as relaxed
     from .auditing import AuditReport, audit
     from .errors import (
@@ -71,7 +73,7 @@ if TYPE_CHECKING:
         UnknownLabelError,
     )
     from .guarantees import Guarantee, compose
-    from .mechanisms import MECHANISMS, Mechanism, calibrate
+    from .mechanisms import MECHANISMS, AdditiveNoiseMechanism, Mechanism, calibrate
     from .models import (
         EmpiricalModel,
         GaussianModel,
@@ -103,6 +105,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ADULT_QUERY",
     "MECHANISMS",
+    "AdditiveNoiseMechanism",
     "AssumptionError",
     "AuditReport",
     "AssumptionWarning",

@@ -211,6 +211,14 @@ class Tupling:
         out[np.arange(xs.size), pos] = s
         return out
 
+    def release(self, x: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release a tuple for each input index in ``x`` (same as :meth:`sample`)."""
+        return self.sample(x, rng)
+
+    def release_batch(self, xs: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release a tuple for every input index of the array ``xs`` (same as :meth:`sample`)."""
+        return self.sample(xs, rng)
+
     def _check_tuples(self, tuples: ArrayLike) -> NDArray[np.int64]:
         t = np.asarray(tuples)
         if t.ndim == 1:
