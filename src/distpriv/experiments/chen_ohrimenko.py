@@ -33,6 +33,7 @@ ours and never used in a computation.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -244,23 +245,29 @@ def _property_model(df: Any, prop: str, query: Any, n: int) -> Any:
     return PropertyModel(df, as_predicate(PROPERTIES[prop]["predicate"]), query, n)
 
 
-_CONTEXTS: dict[tuple[int, int, int], Context] = {}
+#: At most this many data contexts (each holds the Adult frame and its fitted models) stay cached.
+CONTEXT_CACHE_SIZE = 4
+
+
+@functools.lru_cache(maxsize=CONTEXT_CACHE_SIZE)
+def _build_context(seed: int, n: int, model_samples: int) -> Context:
+    from ..datasets import load_adult, split_adult
+    from ..queries import ADULT_QUERY
+
+    df = load_adult()
+    split = split_adult(df, _rng(seed, "main-split"))
+    return Context(seed, n, model_samples, df, split, ADULT_QUERY, ADULT_QUERY.record_sensitivities(df, n))
 
 
 def get_context(seed: int = 0, *, n: int = N_RECORDS, model_samples: int = MODEL_SAMPLES) -> Context:
-    """Load Adult, split it (seeded) and build the models; cached per (seed, n, model_samples)."""
+    """Load Adult, split it (seeded) and build the models; cached per (seed, n, model_samples).
+
+    The cache is bounded (least recently used, :data:`CONTEXT_CACHE_SIZE` contexts).
+    """
     seed = check_int(seed, "seed", minimum=0)
     n = check_int(n, "n", minimum=2)
     model_samples = check_int(model_samples, "model_samples", minimum=10)
-    key = (seed, n, model_samples)
-    if key not in _CONTEXTS:
-        from ..datasets import load_adult, split_adult
-        from ..queries import ADULT_QUERY
-
-        df = load_adult()
-        split = split_adult(df, _rng(seed, "main-split"))
-        _CONTEXTS[key] = Context(seed, n, model_samples, df, split, ADULT_QUERY, ADULT_QUERY.record_sensitivities(df, n))
-    return _CONTEXTS[key]
+    return _build_context(seed, n, model_samples)
 
 
 def _mechanism(
