@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from conftest import profile_by_integration
 from distpriv import calibration as cal
@@ -20,6 +21,12 @@ def test_profile_matches_integration(distance, epsilon):
     got = cal.gaussian_delta(distance, epsilon)
     if ref > 1e-280:
         assert got == pytest.approx(ref, rel=1e-6, abs=1e-300)
+    else:
+        # the quadrature underflows; δ(ε) <= P(L > ε) = Φ(D/2 − ε/D) (drop the e^ε term), checked in logs
+        log_tail = stats.norm.logsf(epsilon / distance - distance / 2)
+        assert log_tail < math.log(1e-250)
+        assert got >= 0.0
+        assert got == 0.0 or math.log(got) <= log_tail + 1e-9
 
 
 @pytest.mark.parametrize("epsilon,delta", [(0.2, 1e-3), (1.0, 1e-5), (5.0, 1e-3), (10.0, 1e-2), (0.01, 0.3)])

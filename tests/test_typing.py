@@ -34,9 +34,19 @@ c = local.CouplingMechanism.optimal(inputs={"s": np.array([0.5, 0.5])}, target=n
 r = dp.audit(mech, model, ("a", "b"), trials=1000, rng=np.random.default_rng(0))
 lower: float = r.epsilon_lower
 res = protect
+from distpriv.protocol import CalibratedMechanism, PrivacyMechanism
+central: CalibratedMechanism = mech
+channel: PrivacyMechanism = rr
+tupled: PrivacyMechanism = t
+from distpriv.attribute.gaussian import AttributeGaussianMechanism
+from distpriv.attribute.markov_quilt import QuiltMechanism
+
+
+def _attribute(a: AttributeGaussianMechanism, q: QuiltMechanism) -> tuple[CalibratedMechanism, CalibratedMechanism]:
+    return a, q
 '''
 
-BROKEN = USER_SCRIPT + "\nbad: str = mech.guarantee.epsilon\n"
+BROKEN = USER_SCRIPT + "\nbad: str = mech.guarantee.epsilon\nnot_calibrated: CalibratedMechanism = rr\n"
 
 
 def test_user_script_type_checks_and_errors_are_caught(tmp_path: Path) -> None:
@@ -49,4 +59,5 @@ def test_user_script_type_checks_and_errors_are_caught(tmp_path: Path) -> None:
                           str(good), str(bad)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     lines = [ln for ln in res.stdout.splitlines() if ": error:" in ln]
     assert not [ln for ln in lines if "user_good.py" in ln], res.stdout + res.stderr
-    assert any("user_bad.py" in ln and "incompatible types in assignment" in ln.lower() for ln in lines), res.stdout
+    bad_lines = [ln for ln in lines if "user_bad.py" in ln and "incompatible types in assignment" in ln.lower()]
+    assert len(bad_lines) == 2, res.stdout  # a str from a float; a local channel is not a CalibratedMechanism

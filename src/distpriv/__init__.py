@@ -32,6 +32,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Guarantee": "guarantees",
     "compose": "guarantees",
     "MECHANISMS": "mechanisms",
+    "AdditiveNoiseMechanism": "mechanisms",
     "Mechanism": "mechanisms",
     "calibrate": "mechanisms",
     "EmpiricalModel": "models",
@@ -47,8 +48,8 @@ _ATTRIBUTES: dict[str, str] = {
     "Statistic": "queries",
 }
 _SUBMODULES = ("accounting", "attacks", "attribute", "auditing", "calibration", "data", "datasets", "distances",
-               "divergences", "guarantees", "local", "mechanisms", "models", "moments", "queries", "relaxed",
-               "release")
+               "divergences", "guarantees", "local", "mechanisms", "models", "moments", "protocol", "queries",
+               "relaxed", "release")
 
 if TYPE_CHECKING:
     from . import accounting as accounting
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from . import mechanisms as mechanisms
     from . import models as models
     from . import moments as moments
+    from . import protocol as protocol
     from . import queries as queries
     from . import relaxed as relaxed
     from . import release as release
@@ -80,7 +82,7 @@ if TYPE_CHECKING:
         UnknownLabelError,
     )
     from .guarantees import Guarantee, compose
-    from .mechanisms import MECHANISMS, Mechanism, calibrate
+    from .mechanisms import MECHANISMS, AdditiveNoiseMechanism, Mechanism, calibrate
     from .models import (
         EmpiricalModel,
         GaussianModel,
@@ -112,6 +114,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ADULT_QUERY",
     "MECHANISMS",
+    "AdditiveNoiseMechanism",
     "AssumptionError",
     "AuditReport",
     "AssumptionWarning",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -635,8 +635,3 @@ def likelihood_ratio_attack(
     pred = (ll2 > ll1).astype(np.int_)
     acc = (pred == data.test_y).mean(axis=1).astype(float)
     return AttackResult("likelihood-ratio", data.p1, data.p2, acc, data.n_test, details)
-
-
-def with_details(result: AttackResult, **details: Any) -> AttackResult:
-    """A copy of ``result`` with extra details merged in."""
-    return replace(result, details={**result.details, **details})

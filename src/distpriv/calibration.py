@@ -23,22 +23,37 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
-from typing import Literal
 
 import numpy as np
 from scipy import optimize, special
 
 from ._validation import check_choice, check_delta, check_epsilon, check_positive, check_real
 from .errors import ClassicCalibrationWarning, InvalidParameterError
+from .guarantees import Calibration
 
-Calibration = Literal["classic", "exact"]
-CALIBRATIONS: tuple[str, ...] = ("classic", "exact")
+#: The Gaussian calibration rules a caller may choose (values of :class:`~distpriv.guarantees.Calibration`).
+CALIBRATIONS: tuple[str, ...] = (Calibration.CLASSIC.value, Calibration.EXACT.value)
 
 
 def check_calibration(calibration: str) -> str:
     """``calibration`` must be ``"classic"`` or ``"exact"``."""
     return check_choice(calibration, "calibration", CALIBRATIONS)
+
+
+@contextmanager
+def classic_warnings_suppressed() -> Iterator[None]:
+    """Silence :class:`~distpriv.errors.ClassicCalibrationWarning` inside the block.
+
+    The one way callers that report the classic rule's status themselves (release selection, the
+    demos and reproductions; each guarantee already states the proven δ, see
+    :func:`distpriv.mechanisms.registry.calibrate`) quiet the ε >= 1 warning.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+        yield
 
 
 # --------------------------------------------------------------------------- Laplace
@@ -208,7 +223,7 @@ def max_distance(epsilon: float, delta: float, calibration: str = "exact", *, wa
     """
     cal = check_calibration(calibration)
     eps = check_epsilon(epsilon)
-    if cal == "classic":
+    if cal == Calibration.CLASSIC:
         if warn:
             _warn_classic(eps)
         return eps / classic_c(delta)
@@ -223,10 +238,3 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
     """
     d = check_positive(sensitivity, "sensitivity", allow_zero=True)
     return d / max_distance(epsilon, delta, calibration)
-
-
-def gaussian_privacy_loss_check(distance: float, epsilon: float, delta: float, *, slack: float = 1e-12) -> bool:
-    """True iff a Gaussian shift of Mahalanobis length ``distance`` meets (ε, δ) exactly."""
-    return float(gaussian_delta(check_positive(distance, "distance", allow_zero=True), check_epsilon(epsilon))) <= (
-        check_delta(delta) + slack
-    )

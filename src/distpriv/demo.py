@@ -10,13 +10,13 @@ Part 2 (see :mod:`distpriv.workflow`) protects the share of high earners in UCI 
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
 
 from . import distances
-from .errors import ClassicCalibrationWarning
+from .calibration import CALIBRATIONS, classic_warnings_suppressed
+from .guarantees import Calibration
 from .mechanisms import LABELS, calibrate
 from .models import GaussianModel
 
@@ -30,14 +30,13 @@ def section_5_3_example(epsilon: float = 1.0, delta: float = 1e-3) -> dict[str, 
     v1 = np.array([1.0, 2.0]) / np.sqrt(5.0)
     v2 = np.array([2.0, -1.0]) / np.sqrt(5.0)
     rows = []
-    for cal in ("classic", "exact"):
+    for cal in CALIBRATIONS:
         for name in EXAMPLE_MECHANISMS:
-            if cal == "classic" and name in ("expm-laplace", "dirm-laplace", "wasserstein"):
+            if cal == Calibration.CLASSIC and name in ("expm-laplace", "dirm-laplace", "wasserstein"):
                 continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ClassicCalibrationWarning)
+            with classic_warnings_suppressed():
                 mech = calibrate(name, model, [("θ1", "θ2")], epsilon=epsilon, delta=delta,
-                                 calibration=cal if name not in ("expm-laplace", "dirm-laplace", "wasserstein") else "exact")
+                                 calibration=cal if name not in ("expm-laplace", "dirm-laplace", "wasserstein") else Calibration.EXACT)
             cz = mech.noise_covariance
             rows.append({
                 "mechanism": LABELS[name],

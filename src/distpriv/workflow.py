@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,10 @@ import numpy as np
 
 from . import attacks
 from ._validation import as_rng
+from .calibration import classic_warnings_suppressed
 from .datasets import load_adult, split_adult
-from .errors import ClassicCalibrationWarning
 from .mechanisms import LABELS, Mechanism, calibrate
+from .mechanisms.metadata import METADATA
 from .property import PropertyModel
 from .queries import ADULT_QUERY
 
@@ -64,13 +64,12 @@ def adult_workflow(
     x_true = model_pm.sample_query(p1, 1, rng)[0]
 
     mechs: dict[str, Mechanism] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+    with classic_warnings_suppressed():
         for name in WORKFLOW_MECHANISMS:
             opts: dict[str, Any] = {}
             if name.startswith("groupdp"):
                 opts = {"sensitivities": sens, "n": n}
-            mechs[name] = calibrate(name, emp, pairs, epsilon=epsilon, delta=delta if ("gauss" in name or name in ("eigm", "daum")) else None,
+            mechs[name] = calibrate(name, emp, pairs, epsilon=epsilon, delta=delta if METADATA[name].needs_delta else None,
                                     calibration=calibration, **opts)
 
     data = attacks.sample_attack_data((aux_pm.sample_query, test_pm.sample_query), p1, p2, reps=reps, rng=rng)

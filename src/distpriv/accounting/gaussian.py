@@ -132,28 +132,6 @@ class GaussCoord:
         r2 = np.maximum(r_a, r_b)
         return r1, r2, real
 
-    def log_sf_cdf(self, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """(ln P(ℓ > t), ln P(ℓ <= t)) under P, vectorised over t."""
-        a, b, c = self.quad
-        t = np.asarray(t, dtype=float)
-        if a == 0.0:
-            if b == 0.0:
-                gt = np.where(t < c, 0.0, -np.inf)
-                return gt, np.where(t < c, -np.inf, 0.0)
-            x = (t - c) / abs(b)
-            return _log_sf(x), special.log_ndtr(x)
-        r1, r2, real = self._roots(t)
-        inside = _log_interval(r1, r2)  # P(r1 < u < r2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            outside = np.logaddexp(special.log_ndtr(r1), _log_sf(r2))
-        if a > 0:  # ℓ > t outside the roots; no real root: ℓ > t everywhere
-            sf = np.where(real, outside, 0.0)
-            cdf = np.where(real, inside, -np.inf)
-        else:  # ℓ > t between the roots
-            sf = np.where(real, inside, -np.inf)
-            cdf = np.where(real, outside, 0.0)
-        return sf, cdf
-
     def sf_cdf(self, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(P(ℓ > t), P(ℓ <= t)) under P in linear space, each accurate relative to itself."""
         a, b, c = self.quad

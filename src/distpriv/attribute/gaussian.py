@@ -58,7 +58,7 @@ from ..accounting.release import NoiseLaw, proven_delta
 from ..accounting.topup import SLACK, topup_gaussian
 from ..calibration import check_calibration, classic_c, gaussian_delta, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..mechanisms._common import Inputs
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian_uncertainty import eigm, mahalanobis
@@ -139,7 +139,7 @@ def _make(dim: int, cov: NDArray[np.float64], guarantee: Guarantee, details: dic
 
 def _guarantee(epsilon: float, delta: float, calibration: str, pairs: Sequence[SecretPair], assumptions: Sequence[str],
                notes: Sequence[str]) -> Guarantee:
-    th = THEOREM if calibration == "classic" else THEOREM + " with Balle & Wang (2018) Thm 8 (exact calibration)"
+    th = THEOREM if calibration == Calibration.CLASSIC else THEOREM + " with Balle & Wang (2018) Thm 8 (exact calibration)"
     return Guarantee(
         epsilon=epsilon,
         delta=delta,
@@ -154,7 +154,7 @@ def _guarantee(epsilon: float, delta: float, calibration: str, pairs: Sequence[S
 
 
 def _classic_note(epsilon: float, calibration: str) -> list[str]:
-    if calibration == "classic" and epsilon >= 1:
+    if calibration == Calibration.CLASSIC and epsilon >= 1:
         return [f"classic rule c = sqrt(2 ln(1.25/δ)) is only proved for ε < 1; ε = {epsilon:g} (paper's setting) is not covered"]
     return []
 
@@ -245,7 +245,7 @@ def apgm(
                      "equal-variance argument does not apply; the claim rests on the exact unequal-covariance profile")
     claimed = dl
     noise = NoiseLaw.gaussian(cov)
-    if cal == "classic" and eps >= 1:
+    if cal == Calibration.CLASSIC and eps >= 1:
         prof = proven_delta(model, pairs, noise, eps, rtol=1e-3)
         if prof.delta_upper > dl * (1 + SLACK):
             claimed = min(1.0, prof.delta_upper)
@@ -275,7 +275,7 @@ def apgm(
         "n_point_pairs": len(pairs),
     }
     details["accounting"] = prof.to_dict()
-    if cal == "classic":
+    if cal == Calibration.CLASSIC:
         details["c"] = classic_c(dl)
     return _make(m, cov, _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
 
@@ -421,7 +421,7 @@ def apgm_box(
         assumptions.insert(1, EQUAL_VAR)
     details["sigma2"] = sigma2
     claimed = dl
-    if cal == "classic":
+    if cal == Calibration.CLASSIC:
         details["c"] = classic_c(dl)
         if eps >= 1 and gap_total <= 1e-9:
             claimed = _classic_proven(per_attr, sigma2, eps, dl, notes, details)
@@ -834,7 +834,7 @@ class GaussianRecordModel:
         k = len(q)
         details: dict[str, Any] = {"attributes": per, "d_max": dm, "sigma2": sigma2, "query": q}
         claimed = dl
-        if cal == "classic":
+        if cal == Calibration.CLASSIC:
             details["c"] = classic_c(dl)
             if eps >= 1:
                 claimed = _classic_proven(per, sigma2, eps, dl, notes, details)

@@ -36,7 +36,7 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..mechanisms.base import Mechanism
 from .bayesnet import ParameterNetwork, as_networks, max_influence
 from .pufferfish import Interval, PufferfishFramework
@@ -328,7 +328,7 @@ def apmqm(
         delta=0.0,
         mechanism="apmqm",
         framework="attribute-privacy",
-        calibration="laplace",
+        calibration=Calibration.LAPLACE,
         pairs=tuple((p.first.label, p.second.label) for p in framework.pairs),
         assumptions=(
             "(φ_1, ..., φ_m) follow one of the Bayesian networks in Θ (Zhang et al. Def. 5, Sec. 5)",

@@ -33,6 +33,7 @@ ours and never used in a computation.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -54,8 +55,11 @@ from ..attacks import (
     likelihood_ratio_attack,
     sample_attack_data,
 )
+from ..calibration import CALIBRATIONS
 from ..errors import ClassicCalibrationWarning, InvalidParameterError
 from ..formatting import check_flag, dumps, markdown_table, progress
+from ..mechanisms import LABELS
+from ..mechanisms.metadata import names_where
 from ..models import pair_stats
 
 STUDY = "chen-ohrimenko"
@@ -67,7 +71,6 @@ REPS = 50
 EPSILONS = (0.2, 1.0, 5.0)
 DELTA = 1e-3
 DELTAS = (1e-4, 1e-3, 1e-2)
-CALIBRATIONS = ("classic", "exact")
 
 #: Sensitive properties: predicate and the Δp used in Figure 2 / Table 3.
 PROPERTIES: dict[str, dict[str, Any]] = {
@@ -75,23 +78,22 @@ PROPERTIES: dict[str, dict[str, Any]] = {
     "workclass": {"predicate": "workclass=Private", "delta_p": 0.04, "symbol": "p_W"},
 }
 
+
+def _rows(*names: str) -> tuple[tuple[str, str], ...]:
+    """(registry name, paper label) pairs, labels from the mechanism metadata."""
+    return tuple((name, LABELS[name]) for name in names)
+
+
 #: Table 3 rows (registry name, paper label), in the paper's order.
-TABLE3_MECHANISMS: tuple[tuple[str, str], ...] = (
-    ("expm-laplace", "ExpM (L)"),
-    ("dirm-laplace", "DirM (L)"),
-    ("expm-gauss", "ExpM (G)"),
-    ("eigm", "EigM (G)"),
-    ("daum", "DauM (G)"),
-    ("groupdp-laplace", "GDP (L)"),
-    ("groupdp-gauss", "GDP (G)"),
-)
+TABLE3_MECHANISMS = _rows("expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum", "groupdp-laplace", "groupdp-gauss")
 #: The five variants of the Expected Value Mechanism (Table 2; Figure 2).
 EVM_MECHANISMS = TABLE3_MECHANISMS[:5]
 #: Gaussian variants attacked in Table 4 and Figure 4(b, c).
-GAUSSIAN_EVM: tuple[tuple[str, str], ...] = (("expm-gauss", "ExpM (G)"), ("eigm", "EigM (G)"), ("daum", "DauM (G)"))
+GAUSSIAN_EVM = _rows("expm-gauss", "eigm", "daum")
 GDP_MECHANISMS = TABLE3_MECHANISMS[5:]
-DP_MECHANISMS: tuple[tuple[str, str], ...] = (("dp-laplace", "DP (L)"), ("dp-gauss", "DP (G)"))
-_LAPLACE = {"expm-laplace", "dirm-laplace", "groupdp-laplace", "dp-laplace"}
+DP_MECHANISMS = _rows("dp-laplace", "dp-gauss")
+#: Mechanisms calibrated without δ (a pure ε claim).
+_LAPLACE = frozenset(names_where(needs_delta=False))
 
 #: Figure grids (the paper varies ε from 0.1 to 10 and Δp over [0.02, 0.4]).
 FIG2_EPSILONS = {
@@ -243,23 +245,29 @@ def _property_model(df: Any, prop: str, query: Any, n: int) -> Any:
     return PropertyModel(df, as_predicate(PROPERTIES[prop]["predicate"]), query, n)
 
 
-_CONTEXTS: dict[tuple[int, int, int], Context] = {}
+#: At most this many data contexts (each holds the Adult frame and its fitted models) stay cached.
+CONTEXT_CACHE_SIZE = 4
+
+
+@functools.lru_cache(maxsize=CONTEXT_CACHE_SIZE)
+def _build_context(seed: int, n: int, model_samples: int) -> Context:
+    from ..datasets import load_adult, split_adult
+    from ..queries import ADULT_QUERY
+
+    df = load_adult()
+    split = split_adult(df, _rng(seed, "main-split"))
+    return Context(seed, n, model_samples, df, split, ADULT_QUERY, ADULT_QUERY.record_sensitivities(df, n))
 
 
 def get_context(seed: int = 0, *, n: int = N_RECORDS, model_samples: int = MODEL_SAMPLES) -> Context:
-    """Load Adult, split it (seeded) and build the models; cached per (seed, n, model_samples)."""
+    """Load Adult, split it (seeded) and build the models; cached per (seed, n, model_samples).
+
+    The cache is bounded (least recently used, :data:`CONTEXT_CACHE_SIZE` contexts).
+    """
     seed = check_int(seed, "seed", minimum=0)
     n = check_int(n, "n", minimum=2)
     model_samples = check_int(model_samples, "model_samples", minimum=10)
-    key = (seed, n, model_samples)
-    if key not in _CONTEXTS:
-        from ..datasets import load_adult, split_adult
-        from ..queries import ADULT_QUERY
-
-        df = load_adult()
-        split = split_adult(df, _rng(seed, "main-split"))
-        _CONTEXTS[key] = Context(seed, n, model_samples, df, split, ADULT_QUERY, ADULT_QUERY.record_sensitivities(df, n))
-    return _CONTEXTS[key]
+    return _build_context(seed, n, model_samples)
 
 
 def _mechanism(

@@ -39,7 +39,6 @@ computed ones; they are never used in a computation.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +50,8 @@ from ..attribute.bayesnet import max_influence
 from ..attribute.gaussian import apgm_box, exact_delta_box
 from ..attribute.markov_quilt import ColumnSensitivity, apmqm, quilt_for
 from ..attribute.pufferfish import Interval, PufferfishFramework, dataset_attribute_privacy
-from ..calibration import check_calibration
-from ..errors import ClassicCalibrationWarning, InvalidParameterError
+from ..calibration import check_calibration, classic_warnings_suppressed
+from ..errors import InvalidParameterError
 from ..formatting import check_flag, dumps, markdown_table, prepare_out, progress
 
 #: Values printed in the paper (Section 4.2 "Experiments", Example 1). Reference only.
@@ -111,8 +110,7 @@ def _apgm(setting: tuple[Any, Any, Any], stat: str, epsilon: float, delta: float
           paper_settings: bool) -> Any:
     fw, models, boxes = setting
     extra = [PAPER_ASSUMPTION] if paper_settings else []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+    with classic_warnings_suppressed():
         return apgm_box(fw, {"gender": models[stat]}, boxes[stat], epsilon=epsilon, delta=delta,
                         calibration=calibration, extra_assumptions=extra)
 

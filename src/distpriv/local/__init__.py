@@ -5,7 +5,7 @@ input distribution λ to ``A#(λ) = λ A``; distribution privacy of a pair
 (λ0, λ1) is a divergence between the two lifted distributions, computed
 exactly here. See:
 
-* :class:`Mechanism`, compositions :func:`sequential_shared` (⊙),
+* :class:`LocalMechanism` (alias ``Mechanism``), compositions :func:`sequential_shared` (⊙),
   :func:`sequential_independent` (•) and :meth:`Mechanism.post_process`;
 * point mechanisms :func:`randomized_response`, :func:`planar_laplace`,
   :func:`planar_gaussian`, :func:`restricted_laplace`;
@@ -30,6 +30,7 @@ from .accounting import (
 from .attack import BayesAttacker, attack_success_rate
 from .coupling import CouplingMechanism, coupling_theorem3, north_west_corner, optimal_coupling
 from .mechanism import (
+    LocalMechanism,
     Mechanism,
     check_stochastic_matrix,
     point_distribution,
@@ -51,6 +52,7 @@ __all__ = [
     "BayesAttacker",
     "CouplingMechanism",
     "EpsilonResult",
+    "LocalMechanism",
     "Mechanism",
     "Regions",
     "Theorem3Bound",

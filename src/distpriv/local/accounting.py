@@ -15,9 +15,9 @@ notion of Kawamoto & Murakami is a divergence computed exactly:
   ``W = W1,d`` (Theorem 5): :func:`xdistp_epsilon`.
 * Over a set Ψ of pairs the least ε is the maximum over its pairs.
 
-Objects other than :class:`~distpriv.local.Mechanism` (e.g.
-:class:`~distpriv.local.Tupling`) plug in by implementing ``distp_epsilon``,
-``distp_delta`` and ``distp_divergence`` methods.
+Every function takes a :class:`~distpriv.local.LocalMechanism` (computed here from its lifted
+distributions) or a :class:`~distpriv.local.Tupling` (recognised by type; its own exact
+convolution methods ``distp_epsilon``, ``distp_delta`` and ``distp_divergence`` are used).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from numpy.typing import ArrayLike
 from .. import divergences as dv
 from .._validation import check_choice, check_delta, check_real
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..guarantees import Guarantee
-from .mechanism import Mechanism
+from ..guarantees import Calibration, Guarantee
+from .mechanism import LocalMechanism
+from .tupling import Tupling
 
 __all__ = [
     "distp_delta",
@@ -46,16 +47,12 @@ __all__ = [
 ]
 
 
-def _is_plain(mech: Any) -> bool:
-    return isinstance(mech, Mechanism)
-
-
-def _check_mech(mech: Any) -> None:
-    if not (_is_plain(mech) or hasattr(mech, "distp_epsilon")):
+def _check_mech(mech: object) -> None:
+    if not isinstance(mech, (LocalMechanism, Tupling)):
         raise InvalidTypeError(f"mech: expected a local.Mechanism or local.Tupling, got {type(mech).__name__}")
 
 
-def distp_epsilon(mech: Any, lam0: ArrayLike, lam1: ArrayLike, delta: float = 0.0) -> float:
+def distp_epsilon(mech: LocalMechanism | Tupling, lam0: ArrayLike, lam1: ArrayLike, delta: float = 0.0) -> float:
     """Least ε ≥ 0 such that ``mech`` is (ε, δ)-DistP for the pair (λ0, λ1), both orders.
 
     ``ε = max(0, D^δ_∞(A#λ0 ‖ A#λ1), D^δ_∞(A#λ1 ‖ A#λ0))`` (tupling paper Definition 8;
@@ -65,27 +62,27 @@ def distp_epsilon(mech: Any, lam0: ArrayLike, lam1: ArrayLike, delta: float = 0.
     """
     _check_mech(mech)
     d = check_delta(delta, "delta", allow_zero=True)
-    if not _is_plain(mech):
+    if isinstance(mech, Tupling):
         return float(mech.distp_epsilon(lam0, lam1, d))
     p, q = mech.lift(lam0), mech.lift(lam1)
     return dv.symmetric_approx_max_divergence(p, q, d)
 
 
-def distp_delta(mech: Any, lam0: ArrayLike, lam1: ArrayLike, epsilon: float) -> float:
+def distp_delta(mech: LocalMechanism | Tupling, lam0: ArrayLike, lam1: ArrayLike, epsilon: float) -> float:
     """Least δ such that ``mech`` is (ε, δ)-DistP for the pair: ``max`` of the two hockey-stick divergences
     ``E_{e^ε}(A#λ0 ‖ A#λ1)``, ``E_{e^ε}(A#λ1 ‖ A#λ0)``. ``epsilon >= 0``."""
     _check_mech(mech)
     eps = check_real(epsilon, "epsilon")
     if eps < 0:
         raise InvalidParameterError(f"epsilon: must be >= 0, got {eps}")
-    if not _is_plain(mech):
+    if isinstance(mech, Tupling):
         return float(mech.distp_delta(lam0, lam1, eps))
     p, q = mech.lift(lam0), mech.lift(lam1)
     g = math.exp(eps)
     return max(dv.hockey_stick(p, q, g), dv.hockey_stick(q, p, g))
 
 
-def distp_divergence(mech: Any, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
+def distp_divergence(mech: LocalMechanism | Tupling, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
     """Least ε with (ε, D)-DistP for the pair (Definition 16): ``max(D(A#λ0‖A#λ1), D(A#λ1‖A#λ0))``.
 
     ``divergence`` is one of :data:`distpriv.divergences.F_DIVERGENCES` (``"kl"``,
@@ -93,7 +90,7 @@ def distp_divergence(mech: Any, lam0: ArrayLike, lam1: ArrayLike, divergence: st
     """
     _check_mech(mech)
     name = check_choice(divergence, "divergence", (*dv.F_DIVERGENCES, "max"))
-    if not _is_plain(mech):
+    if isinstance(mech, Tupling):
         return float(mech.distp_divergence(lam0, lam1, name))
     p, q = mech.lift(lam0), mech.lift(lam1)
     return max(dv.divergence(name, p, q), dv.divergence(name, q, p))
@@ -108,7 +105,7 @@ def _w_distance(metric: str, cost: ArrayLike, lam0: ArrayLike, lam1: ArrayLike) 
 
 
 def xdistp_epsilon(
-    mech: Any,
+    mech: LocalMechanism | Tupling,
     lam0: ArrayLike,
     lam1: ArrayLike,
     cost: ArrayLike,
@@ -137,7 +134,7 @@ def xdistp_epsilon(
 
 
 def distp_epsilon_pairs(
-    mech: Any, pairs: Sequence[tuple[ArrayLike, ArrayLike]], delta: float = 0.0, *, divergence: str | None = None
+    mech: LocalMechanism | Tupling, pairs: Sequence[tuple[ArrayLike, ArrayLike]], delta: float = 0.0, *, divergence: str | None = None
 ) -> float:
     """Least ε for (ε, δ)-DistP (or (ε, D)-DistP when ``divergence`` is given) over a set Ψ of pairs."""
     if len(pairs) == 0:
@@ -154,7 +151,7 @@ def distp_epsilon_pairs(
 
 
 def distp_guarantee(
-    mech: Any,
+    mech: LocalMechanism | Tupling,
     distributions: Mapping[Any, ArrayLike],
     pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
     delta: float = 0.0,
@@ -180,20 +177,20 @@ def distp_guarantee(
         delta=d,
         mechanism=getattr(mech, "name", type(mech).__name__),
         framework="local-distribution-privacy",
-        calibration="exact",
+        calibration=Calibration.EXACT,
         pairs=tuple(pairs),
         assumptions=("the users' inputs follow exactly the given distributions λ",),
         theorem="Kawamoto & Murakami (tupling) Definition 8; exact hockey-stick accounting",
     )
 
 
-def dp_epsilon(mech: Mechanism, delta: float = 0.0) -> float:
+def dp_epsilon(mech: LocalMechanism, delta: float = 0.0) -> float:
     """Least ε with (ε, δ)-DP of a plain mechanism over all input pairs (Definition 1).
 
     By Theorem 6 this equals its DistP ε over point distributions, and by
     Theorem 1 (δ = 0) it bounds DistP for every pair of input distributions.
     """
-    if not _is_plain(mech):
+    if not isinstance(mech, LocalMechanism):
         raise InvalidTypeError(f"mech: expected a local.Mechanism, got {type(mech).__name__}")
     d = check_delta(delta, "delta", allow_zero=True)
     a = mech.matrix

@@ -37,6 +37,7 @@ from .._validation import (
 from ..errors import InvalidParameterError, InvalidTypeError
 
 __all__ = [
+    "LocalMechanism",
     "Mechanism",
     "check_distribution",
     "check_stochastic_matrix",
@@ -86,8 +87,13 @@ def point_distribution(n: int, index: int) -> NDArray[np.float64]:
     return out
 
 
-class Mechanism:
+class LocalMechanism:
     """A local obfuscation mechanism ``A : X → DY`` given by its row-stochastic matrix.
+
+    Also importable as ``distpriv.local.Mechanism`` (the name before issue 13; an alias kept for
+    users' code). It satisfies :class:`distpriv.protocol.PrivacyMechanism`: :meth:`release` /
+    :meth:`release_batch` draw outputs; its distribution-privacy guarantee depends on the pair of
+    input distributions (λ0, λ1) and is stated by :func:`distpriv.local.distp_guarantee`.
 
     Parameters
     ----------
@@ -165,6 +171,14 @@ class Mechanism:
         idx = (u[..., None] > cdf[xs]).sum(axis=-1)
         return np.minimum(idx, self.n_outputs - 1).astype(np.int64)
 
+    def release(self, x: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release ``A(x)``: one output index per input index in ``x`` (same as :meth:`sample`)."""
+        return self.sample(x, rng)
+
+    def release_batch(self, xs: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release ``A(x)`` for every input index of the array ``xs`` (same as :meth:`sample`)."""
+        return self.sample(xs, rng)
+
     def expected_loss(self, lam: ArrayLike, cost: ArrayLike) -> float:
         """Expected utility loss ``Σ_{x,y} λ[x] A[x,y] d(x,y)`` (divergence paper Definition 17)."""
         lam_v = check_distribution(lam, self.n_inputs, "lam")
@@ -174,32 +188,36 @@ class Mechanism:
         return float(lam_v @ (self._matrix * d).sum(axis=1))
 
     # ------------------------------------------------------------ compositions
-    def post_process(self, other: Mechanism | ArrayLike) -> Mechanism:
+    def post_process(self, other: LocalMechanism | ArrayLike) -> LocalMechanism:
         """Post-processing ``other ∘ self`` (tupling paper Proposition 4): matrix ``A0 A1``."""
-        b = other.matrix if isinstance(other, Mechanism) else check_stochastic_matrix(other, "other")
+        b = other.matrix if isinstance(other, LocalMechanism) else check_stochastic_matrix(other, "other")
         if b.shape[0] != self.n_outputs:
             raise InvalidParameterError(
                 f"other: post-processing needs {self.n_outputs} input rows (|Y| of self), got {b.shape[0]}"
             )
-        return Mechanism(self._matrix @ b, name=f"post({self.name})")
+        return LocalMechanism(self._matrix @ b, name=f"post({self.name})")
 
-    def then(self, other: Mechanism | ArrayLike) -> Mechanism:
+    def then(self, other: LocalMechanism | ArrayLike) -> LocalMechanism:
         """Alias of :meth:`post_process`."""
         return self.post_process(other)
 
-    def restrict_inputs(self, indices: ArrayLike) -> Mechanism:
+    def restrict_inputs(self, indices: ArrayLike) -> LocalMechanism:
         """The mechanism on a subset of inputs (rows ``indices``)."""
         idx = np.asarray(indices)
         if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size == 0:
             raise InvalidParameterError("indices: expected a non-empty 1-D array of integer row indices")
         if idx.min() < 0 or idx.max() >= self.n_inputs:
             raise InvalidParameterError(f"indices: must lie in [0, {self.n_inputs})")
-        return Mechanism(self._matrix[idx], name=self.name)
+        return LocalMechanism(self._matrix[idx], name=self.name)
 
 
-def _second_stage(a1: Mechanism | ArrayLike, n_y0: int, n_x: int) -> NDArray[np.float64]:
+#: The pre-issue-13 name of :class:`LocalMechanism`, kept as an alias.
+Mechanism = LocalMechanism
+
+
+def _second_stage(a1: LocalMechanism | ArrayLike, n_y0: int, n_x: int) -> NDArray[np.float64]:
     """Normalise a second stage to an array ``(|Y0|, |X|, |Y1|)``."""
-    if isinstance(a1, Mechanism):
+    if isinstance(a1, LocalMechanism):
         if a1.n_inputs != n_x:
             raise InvalidParameterError(f"a1: expected a mechanism on |X| = {n_x} inputs, got {a1.n_inputs}")
         return np.broadcast_to(a1.matrix[None, :, :], (n_y0, n_x, a1.n_outputs))
@@ -211,7 +229,7 @@ def _second_stage(a1: Mechanism | ArrayLike, n_y0: int, n_x: int) -> NDArray[np.
     return arr
 
 
-def sequential_shared(a0: Mechanism, a1: Mechanism | ArrayLike, *, release: str = "both") -> Mechanism:
+def sequential_shared(a0: LocalMechanism, a1: LocalMechanism | ArrayLike, *, release: str = "both") -> LocalMechanism:
     """Sequential composition with shared input ``A1 ⊙ A0`` (tupling paper Definition 19).
 
     ``(A1 ⊙ A0)(x) = A1(A0(x), x)``. With ``release="both"`` the composite
@@ -219,17 +237,17 @@ def sequential_shared(a0: Mechanism, a1: Mechanism | ArrayLike, *, release: str 
     DP composition theorem behind Proposition 3; ``release="last"`` releases
     only ``y1`` as in Definition 19 (a post-processing of the former).
     """
-    if not isinstance(a0, Mechanism):
+    if not isinstance(a0, LocalMechanism):
         raise InvalidTypeError(f"a0: expected a Mechanism, got {type(a0).__name__}")
     mode = check_choice(release, "release", ("both", "last"))
     stage = _second_stage(a1, a0.n_outputs, a0.n_inputs)  # (Y0, X, Y1)
     joint = a0.matrix[:, :, None] * np.transpose(stage, (1, 0, 2))  # (X, Y0, Y1)
     if mode == "last":
-        return Mechanism(joint.sum(axis=1), name=f"shared({a0.name})")
-    return Mechanism(joint.reshape(a0.n_inputs, -1), name=f"shared({a0.name})")
+        return LocalMechanism(joint.sum(axis=1), name=f"shared({a0.name})")
+    return LocalMechanism(joint.reshape(a0.n_inputs, -1), name=f"shared({a0.name})")
 
 
-def sequential_independent(a0: Mechanism, a1: Mechanism | ArrayLike, *, release: str = "both") -> Mechanism:
+def sequential_independent(a0: LocalMechanism, a1: LocalMechanism | ArrayLike, *, release: str = "both") -> LocalMechanism:
     """Sequential composition with independent inputs ``A1 • A0`` (tupling paper Definition 20).
 
     The composite has input set ``X × X`` (input index ``x0 · |X| + x1``):
@@ -237,7 +255,7 @@ def sequential_independent(a0: Mechanism, a1: Mechanism | ArrayLike, *, release:
     (``np.kron(λ0, λ1)``) equals ``A1#(A0#(λ0), λ1)`` (equation (4)).
     ``release`` as in :func:`sequential_shared`.
     """
-    if not isinstance(a0, Mechanism):
+    if not isinstance(a0, LocalMechanism):
         raise InvalidTypeError(f"a0: expected a Mechanism, got {type(a0).__name__}")
     mode = check_choice(release, "release", ("both", "last"))
     n_x = a0.n_inputs
@@ -245,5 +263,5 @@ def sequential_independent(a0: Mechanism, a1: Mechanism | ArrayLike, *, release:
     # joint[x0, x1, y0, y1] = A0[x0, y0] * A1[y0, x1, y1]
     joint = a0.matrix[:, None, :, None] * np.transpose(stage, (1, 0, 2))[None, :, :, :]
     if mode == "last":
-        return Mechanism(joint.sum(axis=2).reshape(n_x * n_x, -1), name=f"independent({a0.name})")
-    return Mechanism(joint.reshape(n_x * n_x, -1), name=f"independent({a0.name})")
+        return LocalMechanism(joint.sum(axis=2).reshape(n_x * n_x, -1), name=f"independent({a0.name})")
+    return LocalMechanism(joint.reshape(n_x * n_x, -1), name=f"independent({a0.name})")

@@ -66,8 +66,8 @@ from .._validation import (
     check_int,
     check_real,
 )
-from ..errors import AssumptionError, InvalidParameterError, InvalidTypeError
-from ..guarantees import Guarantee
+from ..errors import AssumptionError, InvalidParameterError
+from ..guarantees import Calibration, Guarantee
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 
 __all__ = ["EpsilonResult", "Theorem3Bound", "Tupling"]
@@ -210,6 +210,14 @@ class Tupling:
         out[:] = np.take_along_axis(dummies, np.clip(src, 0, self.k - 1), axis=1)
         out[np.arange(xs.size), pos] = s
         return out
+
+    def release(self, x: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release a tuple for each input index in ``x`` (same as :meth:`sample`)."""
+        return self.sample(x, rng)
+
+    def release_batch(self, xs: ArrayLike, rng: RngLike = None) -> NDArray[np.int64]:
+        """Release a tuple for every input index of the array ``xs`` (same as :meth:`sample`)."""
+        return self.sample(xs, rng)
 
     def _check_tuples(self, tuples: ArrayLike) -> NDArray[np.int64]:
         t = np.asarray(tuples)
@@ -823,20 +831,9 @@ class Tupling:
             delta=res.delta,
             mechanism=self.name,
             framework="local-distribution-privacy",
-            calibration="exact",
+            calibration=Calibration.EXACT,
             pairs=(labels,),
             assumptions=("inputs follow exactly the given λ0, λ1", "dummies drawn i.i.d. from ν"),
             theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",
             notes=tuple(notes),
         )
-
-
-def _is_tupling(obj: Any) -> bool:
-    return isinstance(obj, Tupling)
-
-
-def as_tupling(obj: Any) -> Tupling:
-    """Type check helper."""
-    if not _is_tupling(obj):
-        raise InvalidTypeError(f"expected a Tupling, got {type(obj).__name__}")
-    return obj

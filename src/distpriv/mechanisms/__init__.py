@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Mechanism
+from .base import AdditiveNoiseMechanism, Mechanism
 from .registry import LABELS, MECHANISMS, calibrate, check_noiseless
 
-__all__ = ["LABELS", "MECHANISMS", "Mechanism", "calibrate", "check_noiseless"]
+__all__ = ["LABELS", "AdditiveNoiseMechanism", "MECHANISMS", "Mechanism", "calibrate", "check_noiseless"]

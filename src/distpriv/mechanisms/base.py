@@ -23,8 +23,11 @@ NoiseKind = Literal["gaussian", "laplace", "none"]
 
 
 @dataclass
-class Mechanism:
+class AdditiveNoiseMechanism:
     """A calibrated mechanism adding noise Z to a query value F(Data) in R^m.
+
+    Also importable as ``distpriv.Mechanism`` / ``distpriv.mechanisms.Mechanism`` (its name before
+    issue 13, kept as an alias). It satisfies :class:`distpriv.protocol.CalibratedMechanism`.
 
     Gaussian noise: Z ~ N(0, ``noise_covariance``).
     Laplace noise: Z = B · L, where the columns of ``basis`` (m × d) are the
@@ -157,3 +160,7 @@ class Mechanism:
             "expected_squared_error": self.expected_squared_error,
             "guarantee": self.guarantee.to_dict(),
         }
+
+
+#: The pre-issue-13 name of :class:`AdditiveNoiseMechanism`, kept as an alias.
+Mechanism = AdditiveNoiseMechanism

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import check_array, check_int
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ._common import Inputs, d_max
 from .base import Mechanism
 
@@ -70,7 +70,7 @@ def dp_gauss(inp: Inputs, *, sensitivities: Any = None, group_size: int = 1, n: 
     dm = d_max(inp)
     sigma = sens / dm
     m = inp.model.dim
-    theorem = "Dwork & Roth Thm A.1" if inp.calibration == "classic" else "Balle & Wang (2018) Thm 8"
+    theorem = "Dwork & Roth Thm A.1" if inp.calibration == Calibration.CLASSIC else "Balle & Wang (2018) Thm 8"
     g = _guarantee(inp, name, k, n, inp.delta, inp.calibration, theorem + " (group size k)")
     return Mechanism(name, label, m, "gaussian", g, covariance=sigma**2 * np.eye(m),
                      details={"l2_sensitivity": sens, "group_size": k, "d_max": dm, "sigma": sigma})

@@ -34,16 +34,20 @@ from ..accounting.release import NoiseLaw, proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
+from ..guarantees import Calibration
 from ..models import EmpiricalModel, GaussianModel
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
+from .metadata import METADATA, names_where
 
 GAUSSIAN_FIT = ("f_θ = N(μ̂_θ, Σ̂_θ), the Gaussian fit (sample mean and covariance) of the samples of each θ: "
                 "Gaussianity and the fitted moments are assumed")
 EXACT_PROFILE = ("δ(ε) computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of every pair in both orders "
                  "(distpriv.accounting; no equal-covariance assumption)")
-GAUSSIAN_MODEL_NAMES = ("expm-gauss", "dirm-gauss", "eigm", "daum")
-FIT_NAMES = ("eigm", "daum")
+#: Gaussian-noise mechanisms calibrated on the model's Ψ (the DP baselines are not).
+GAUSSIAN_MODEL_NAMES = names_where(noise="gaussian", needs_pairs=True)
+#: Those also accounted exactly on the Gaussian fit of an EmpiricalModel.
+FIT_NAMES = tuple(n for n in GAUSSIAN_MODEL_NAMES if METADATA[n].exact_gaussian_fit)
 LAPLACE_MODEL_NAMES = ("expm-laplace", "dirm-laplace")
 
 
@@ -78,7 +82,7 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     notes = list(mech.guarantee.notes)
     details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0, "topup_isotropic": 0.0}
     claimed = target
-    if inp.calibration == "classic" and eps >= 1.0:
+    if inp.calibration == Calibration.CLASSIC and eps >= 1.0:
         # the value (not only the decision) is claimed: no decision mode, every ordered pair evaluated
         prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
         if prof.delta_upper > target * (1 + SLACK):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssumptionWarning
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..models import pair_stats
 from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, d_max, direction_basis
 from .base import Mechanism
@@ -39,7 +39,7 @@ def expm_laplace(inp: Inputs) -> Mechanism:
     st = pair_stats(inp.model, inp.pairs)
     b = st.l1 / inp.epsilon
     m = inp.model.dim
-    g = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration="laplace", pairs=inp.pairs,
+    g = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH), theorem="Chen & Ohrimenko Thm 5.1")
     return Mechanism("expm-laplace", "ExpM (L)", m, "laplace", g, basis=np.eye(m), scales=np.full(m, b),
                      details={"delta_e1": st.l1, "laplace_scale": b})
@@ -53,7 +53,7 @@ def expm_gauss(inp: Inputs) -> Mechanism:
     m = inp.model.dim
     g = Guarantee(inp.epsilon, inp.delta, "expm-gauss", calibration=inp.calibration, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH),
-                  theorem="Chen & Ohrimenko Thm 5.2" + ("" if inp.calibration == "classic" else " with Balle & Wang (2018) Thm 8"))
+                  theorem="Chen & Ohrimenko Thm 5.2" + ("" if inp.calibration == Calibration.CLASSIC else " with Balle & Wang (2018) Thm 8"))
     return Mechanism("expm-gauss", "ExpM (G)", m, "gaussian", g, covariance=sigma**2 * np.eye(m),
                      details={"delta_e2": st.l2, "d_max": dm, "sigma": sigma})
 
@@ -102,7 +102,7 @@ def dirm_laplace(inp: Inputs, *, direction: Any = None, rank_tol: float = 1e-6) 
     coords = np.abs(st.diffs @ basis).sum(axis=1) if basis.shape[1] else np.zeros(1)
     sens = float(coords.max(initial=0.0))
     b = sens / inp.epsilon
-    g = Guarantee(inp.epsilon, 0.0, "dirm-laplace", calibration="laplace", pairs=inp.pairs,
+    g = Guarantee(inp.epsilon, 0.0, "dirm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=tuple(assumptions), theorem="Chen & Ohrimenko Alg 1, Thm 5.3", notes=tuple(notes))
     d = basis.shape[1]
     return Mechanism("dirm-laplace", "DirM (L)", inp.model.dim, "laplace" if d else "none", g,

@@ -34,7 +34,7 @@ from .._validation import check_array
 from ..accounting.profile import Profile
 from ..calibration import gaussian_epsilon
 from ..errors import InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, Pair, pair_stats
 from ._common import (
     EQUAL_COV,
@@ -144,7 +144,7 @@ def noiseless_release(inp: Inputs) -> NoiselessCheck:
     prof = noiseless_profile(inp)
     proven = prof.delta_upper
     meets = proven <= inp.delta * (1 + SLACK)
-    rule = dist <= dm * (1 + 1e-12) if inp.calibration == "classic" else meets
+    rule = dist <= dm * (1 + 1e-12) if inp.calibration == Calibration.CLASSIC else meets
     guar = None
     if rule:
         gap = covariance_gap(g, inp.pairs)

@@ -10,52 +10,38 @@ from typing import Any
 from .._validation import check_choice
 from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
 from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
+from .metadata import METADATA
 
-# name -> (builder, needs δ in (0, 1), needs Ψ)
-_BUILDERS: dict[str, tuple[Callable[..., Mechanism], bool, bool]] = {
-    "wasserstein": (wasserstein.wasserstein, False, True),
-    "approx-wasserstein": (wasserstein.approx_wasserstein, True, True),
-    "expm-laplace": (expected_value.expm_laplace, False, True),
-    "expm-gauss": (expected_value.expm_gauss, True, True),
-    "dirm-laplace": (expected_value.dirm_laplace, False, True),
-    "dirm-gauss": (expected_value.dirm_gauss, True, True),
-    "eigm": (gaussian_uncertainty.eigm, True, True),
-    "daum": (gaussian_uncertainty.daum, True, True),
-    "groupdp-laplace": (baselines.groupdp_laplace, False, False),
-    "groupdp-gauss": (baselines.groupdp_gauss, True, False),
-    "dp-laplace": (baselines.dp_laplace, False, False),
-    "dp-gauss": (baselines.dp_gauss, True, False),
+#: name -> builder; everything else about a mechanism is in :data:`~distpriv.mechanisms.metadata.METADATA`.
+_BUILDERS: dict[str, Callable[..., Mechanism]] = {
+    "wasserstein": wasserstein.wasserstein,
+    "approx-wasserstein": wasserstein.approx_wasserstein,
+    "expm-laplace": expected_value.expm_laplace,
+    "expm-gauss": expected_value.expm_gauss,
+    "dirm-laplace": expected_value.dirm_laplace,
+    "dirm-gauss": expected_value.dirm_gauss,
+    "eigm": gaussian_uncertainty.eigm,
+    "daum": gaussian_uncertainty.daum,
+    "groupdp-laplace": baselines.groupdp_laplace,
+    "groupdp-gauss": baselines.groupdp_gauss,
+    "dp-laplace": baselines.dp_laplace,
+    "dp-gauss": baselines.dp_gauss,
 }
 
-MECHANISMS: tuple[str, ...] = tuple(_BUILDERS)
+MECHANISMS: tuple[str, ...] = tuple(METADATA)
 
-#: The papers' table labels.
-LABELS: dict[str, str] = {
-    "wasserstein": "Wasserstein",
-    "approx-wasserstein": "Approx. Wasserstein",
-    "expm-laplace": "ExpM (L)",
-    "expm-gauss": "ExpM (G)",
-    "dirm-laplace": "DirM (L)",
-    "dirm-gauss": "DirM (G)",
-    "eigm": "EigM (G)",
-    "daum": "DauM (G)",
-    "groupdp-laplace": "GDP (L)",
-    "groupdp-gauss": "GDP (G)",
-    "dp-laplace": "DP (L)",
-    "dp-gauss": "DP (G)",
-}
-
-GAUSSIAN_MECHANISMS = ("expm-gauss", "dirm-gauss", "eigm", "daum", "groupdp-gauss", "dp-gauss")
+#: The papers' table labels (from the metadata).
+LABELS: dict[str, str] = {name: m.label for name, m in METADATA.items()}
 
 
 def options_of(name: str) -> tuple[str, ...]:
     """Keyword options accepted by mechanism ``name`` beyond (model, Ψ, ε, δ, calibration)."""
-    builder = _BUILDERS[check_choice(name, "name", MECHANISMS)][0]
+    builder = _BUILDERS[check_choice(name, "name", MECHANISMS)]
     params = list(inspect.signature(builder).parameters.values())[1:]
     return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
 
@@ -116,18 +102,18 @@ def calibrate(
     array([ 3.52, 18.52])
     """
     key = check_choice(name, "name", MECHANISMS)
-    builder, need_delta, need_pairs = _BUILDERS[key]
+    builder, meta = _BUILDERS[key], METADATA[key]
     allowed = options_of(key)
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise InvalidParameterError(
             f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(allowed) or 'none'}"
         )
-    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=need_delta, need_pairs=need_pairs)
+    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
     mech = builder(inp, **options)
     accounted = exact.account(key, mech, inp)
     if not accounted.details.get("accounted"):
-        if inp.calibration == "classic" and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+        if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted
 
@@ -139,7 +125,7 @@ def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guaran
     Gaussian profile δ_D(ε) increases with D, so δ_{ε/c}(ε) is a proven δ. When it exceeds the
     requested δ (e.g. ε = 10, δ = 0.01 gives 0.041) the claim is weakened to the proven value.
     """
-    proven = float(gaussian_delta(max_distance(epsilon, delta, "classic", warn=False), epsilon))
+    proven = float(gaussian_delta(max_distance(epsilon, delta, Calibration.CLASSIC, warn=False), epsilon))
     if proven > delta:
         note = (f"classic rule c = sqrt(2 ln(1.25/δ)) fails at ε = {epsilon:g}: the exact Gaussian profile gives "
                 f"δ = {proven:.3g} > requested {delta:g}; the claim is weakened to the proven δ")

@@ -22,7 +22,7 @@ import numpy as np
 from .. import distances
 from .._validation import check_choice, check_positive
 from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Guarantee
+from ..guarantees import Calibration, Guarantee
 from ..models import EmpiricalModel, GaussianModel, pair_stats
 from ._common import MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap, labels_in
 from .base import Mechanism
@@ -73,7 +73,7 @@ def wasserstein(inp: Inputs, *, w_infinity: float | None = None) -> Mechanism:
         epsilon=inp.epsilon,
         delta=0.0,
         mechanism="wasserstein",
-        calibration="laplace",
+        calibration=Calibration.LAPLACE,
         pairs=inp.pairs,
         assumptions=tuple(assumptions),
         theorem="Chen & Ohrimenko Thm 4.1",
@@ -161,7 +161,7 @@ def approx_wasserstein(
         epsilon=inp.epsilon,
         delta=inp.delta,
         mechanism="approx-wasserstein",
-        calibration="laplace",
+        calibration=Calibration.LAPLACE,
         pairs=inp.pairs,
         assumptions=tuple(assumptions),
         theorem=theorem,

@@ -27,7 +27,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
-from ..mechanisms import LABELS
 from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query
 from .compose import (
@@ -291,8 +290,3 @@ def release(
             raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")
         comp = compose_releases(prep.previous, plan.guarantee, props)
     return ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
-
-
-def label_of(name: str) -> str:
-    """Paper label of a mechanism name (``"none"`` -> ``"None (Thm 5.4)"``)."""
-    return LABELS.get(name, "None (Thm 5.4)")

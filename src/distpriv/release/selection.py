@@ -56,17 +56,18 @@ from scipy import optimize, stats
 
 from .. import distances, relaxed
 from .._validation import RngLike, as_rng, check_array
+from ..calibration import classic_warnings_suppressed
 from ..errors import (
     AssumptionError,
-    ClassicCalibrationWarning,
     DistPrivError,
     InvalidParameterError,
     InvalidTypeError,
 )
 from ..guarantees import Guarantee
-from ..mechanisms import LABELS, MECHANISMS, Mechanism, calibrate
+from ..mechanisms import Mechanism, calibrate
 from ..mechanisms import check_noiseless as _check_noiseless
 from ..mechanisms._common import covariance_gap
+from ..mechanisms.metadata import CANDIDATES as CANDIDATE_INFO
 from ..models import EmpiricalModel, GaussianModel
 
 __all__ = [
@@ -88,24 +89,9 @@ ALPHA = 0.05
 #: candidates need Gaussianity only: their δ is computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of
 #: the fitted model (:mod:`distpriv.accounting`), so covariances that differ across θ are accounted for
 #: (noise topped up), not assumed away; Box's M test is still run and reported.
-REQUIREMENTS: dict[str, tuple[str, ...]] = {
-    "none": ("gaussian",),
-    "wasserstein": (),
-    "approx-wasserstein": (),
-    "expm-laplace": ("translation",),
-    "expm-gauss": ("translation",),
-    "dirm-laplace": ("translation",),
-    "dirm-gauss": ("translation",),
-    "eigm": ("gaussian",),
-    "daum": ("gaussian",),
-    "groupdp-laplace": ("bounded",),
-    "groupdp-gauss": ("bounded",),
-    "dp-laplace": (),
-    "dp-gauss": (),
-}
-CANDIDATES: tuple[str, ...] = ("none", *MECHANISMS)
-_LABELS = {**LABELS, "none": "None (Thm 5.4)"}
-_LAPLACE = ("wasserstein", "approx-wasserstein", "expm-laplace", "dirm-laplace", "groupdp-laplace", "dp-laplace")
+REQUIREMENTS: dict[str, tuple[str, ...]] = {name: m.assumptions for name, m in CANDIDATE_INFO.items()}
+CANDIDATES: tuple[str, ...] = tuple(CANDIDATE_INFO)
+_LABELS = {name: m.label for name, m in CANDIDATE_INFO.items()}
 _MC_DRAWS = 50_000
 _MC_SEED = 20240229
 
@@ -392,9 +378,8 @@ class Candidate:
 def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, calibration: str, opts: dict[str, Any],
                *, pure: bool = True) -> Mechanism:
     """``pure=False``: a Laplace mechanism gets the target δ too (its noise is topped up to a proven (ε, δ))."""
-    d = None if pure and name in _LAPLACE and name != "approx-wasserstein" else delta
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+    d = delta if (CANDIDATE_INFO[name].needs_delta or not pure) else None
+    with classic_warnings_suppressed():
         return calibrate(name, model, pairs, epsilon=eps, delta=d, calibration=calibration, **opts)
 
 
@@ -404,8 +389,7 @@ def check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, cal
     ``ok`` already requires the proven δ(ε) of releasing F unchanged to meet δ (under either
     calibration), so the classic rule at ε >= 1 never passes on the strength of ε/c alone.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
+    with classic_warnings_suppressed():
         return _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
 
 
@@ -422,7 +406,7 @@ _BLOCK = 5_000_000
 #: profile's cost grows quickly with m (tens of seconds each at m = 30). Beyond it they are listed as not
 #: evaluated; naming one with ``--mechanism`` still evaluates it.
 MAX_EXACT_GAUSSIAN_DIM = 20
-_EXACT_GAUSSIAN = ("none", "eigm", "daum")
+_EXACT_GAUSSIAN = tuple(name for name, m in CANDIDATE_INFO.items() if m.exact_gaussian_fit)
 
 
 def _draws_for(dim: int, draws: int) -> int:

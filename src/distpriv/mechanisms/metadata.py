@@ -1,0 +1,94 @@
+"""What each central mechanism is, in one table: the single source of mechanism metadata.
+
+Every list that used to restate a property of the mechanisms (which ones need δ, which add Gaussian
+noise, which assumptions release selection must test, the papers' table labels, which are accounted
+exactly on the Gaussian fit of an empirical model) reads :data:`METADATA` (or :func:`info`).
+The keyword options of a mechanism come from its builder's signature
+(:func:`distpriv.mechanisms.registry.options_of`), so they cannot drift from the code either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .._validation import check_choice
+
+__all__ = ["CANDIDATES", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
+
+NoiseFamily = Literal["laplace", "gaussian", "none"]
+
+
+@dataclass(frozen=True)
+class MechanismInfo:
+    """Metadata of one central mechanism (or of the noiseless release of Chen & Ohrimenko Thm 5.4).
+
+    Attributes
+    ----------
+    name:
+        Registry name (``calibrate(name, ...)``).
+    label:
+        The papers' table label (Chen & Ohrimenko Tables 2-4; Zhang et al. for the baselines).
+    noise:
+        Noise family added to F(Data): ``"laplace"``, ``"gaussian"`` or ``"none"`` (Thm 5.4).
+    needs_delta:
+        True iff δ in (0, 1) is required (Gaussian noise, and Approximate Wasserstein's (W, δ)-closeness).
+    needs_pairs:
+        True iff Ψ is required (False for the DP / group-DP baselines).
+    assumptions:
+        Keys of the model assumptions release selection tests before using it
+        (``"gaussian"``, ``"translation"``, ``"bounded"``; see :mod:`distpriv.release.selection`).
+    exact_gaussian_fit:
+        True iff its δ is computed exactly from the output laws of the Gaussian fit of an empirical
+        model (:mod:`distpriv.mechanisms.exact`), a cost that grows quickly with the dimension.
+    """
+
+    name: str
+    label: str
+    noise: NoiseFamily
+    needs_delta: bool
+    needs_pairs: bool
+    assumptions: tuple[str, ...]
+    exact_gaussian_fit: bool = False
+
+
+def _m(name: str, label: str, noise: NoiseFamily, needs_delta: bool, needs_pairs: bool,
+       assumptions: tuple[str, ...] = (), exact_gaussian_fit: bool = False) -> MechanismInfo:
+    return MechanismInfo(name, label, noise, needs_delta, needs_pairs, assumptions, exact_gaussian_fit)
+
+
+#: The calibratable central mechanisms, in registry order.
+METADATA: dict[str, MechanismInfo] = {m.name: m for m in (
+    _m("wasserstein", "Wasserstein", "laplace", False, True),
+    _m("approx-wasserstein", "Approx. Wasserstein", "laplace", True, True),
+    _m("expm-laplace", "ExpM (L)", "laplace", False, True, ("translation",)),
+    _m("expm-gauss", "ExpM (G)", "gaussian", True, True, ("translation",)),
+    _m("dirm-laplace", "DirM (L)", "laplace", False, True, ("translation",)),
+    _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",)),
+    _m("eigm", "EigM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
+    _m("daum", "DauM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
+    _m("groupdp-laplace", "GDP (L)", "laplace", False, False, ("bounded",)),
+    _m("groupdp-gauss", "GDP (G)", "gaussian", True, False, ("bounded",)),
+    _m("dp-laplace", "DP (L)", "laplace", False, False),
+    _m("dp-gauss", "DP (G)", "gaussian", True, False),
+)}
+
+#: Releasing F(Data) without noise (Chen & Ohrimenko Thm 5.4): a release candidate, not a calibrate() name.
+NOISELESS = _m("none", "None (Thm 5.4)", "none", True, True, ("gaussian",), exact_gaussian_fit=True)
+
+#: Release candidates: the noiseless release first, then every mechanism.
+CANDIDATES: dict[str, MechanismInfo] = {NOISELESS.name: NOISELESS, **METADATA}
+
+
+def info(name: str) -> MechanismInfo:
+    """Metadata of a mechanism or release candidate (``"none"`` is Thm 5.4's noiseless release)."""
+    return CANDIDATES[check_choice(name, "name", tuple(CANDIDATES))]
+
+
+def names_where(*, noise: NoiseFamily | None = None, needs_delta: bool | None = None,
+                needs_pairs: bool | None = None) -> tuple[str, ...]:
+    """Names of the calibratable mechanisms (registry order) whose metadata match every given field."""
+    return tuple(m.name for m in METADATA.values()
+                 if (noise is None or m.noise == noise)
+                 and (needs_delta is None or m.needs_delta == needs_delta)
+                 and (needs_pairs is None or m.needs_pairs == needs_pairs))
