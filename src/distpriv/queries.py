@@ -148,7 +148,8 @@ class Condition:
         if m is None:
             raise InvalidParameterError(
                 f"predicate: cannot parse {text!r}; expected 'column<op>value' with op one of "
-                f"{list(OPERATORS)}, e.g. 'sex=Female', 'age>40', 'income=>50K'"
+                f"{list(OPERATORS)}, e.g. 'sex=Female', 'age>40', 'income=>50K' (quote awkward column names with "
+                "backticks: '`a<b`=x')"
             )
         column, op, value = m.group(1), m.group(2), _unquote(m.group(3))
         if quoted:

@@ -153,8 +153,11 @@ class Table:
         schema = self.schema
         for col in columns:
             if col not in schema:
+                near = [str(c) for c in schema if str(c).startswith(str(col)) and str(c) != str(col)]
+                hint = (f" (a name containing operators such as {near[0]!r} needs backticks: `{near[0]}`)"
+                        if near else "")
                 raise InvalidParameterError(
-                    f"{purpose}: unknown column {col!r} in {self.what}; available columns are "
+                    f"{purpose}: unknown column {col!r} in {self.what}{hint}; available columns are "
                     f"{list_preview(list(schema))}"
                 )
         if self.files:
