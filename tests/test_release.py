@@ -42,6 +42,16 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([*distpriv_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def run_all(cmds: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Run several commands concurrently."""
+    procs = {k: start(v, cwd) for k, v in cmds.items()}
+    out = {}
+    for k, p in procs.items():
+        so, se = p.communicate(timeout=600)
+        out[k] = subprocess.CompletedProcess(p.args, p.returncode, so, se)
+    return out
+
+
 def people(n: int, seed: int, start: int = 0) -> pd.DataFrame:
     """n rows, half with income '>50K'; ``id`` makes rows of different tables distinct.
 

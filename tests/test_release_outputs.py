@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from test_release import people, start
+from test_release import people, run_all
 
 HOSTILE = {  # column name -> what a browser or matplotlib must never interpret
     "age": "<script>alert(1)</script>",
@@ -37,13 +37,6 @@ def _hostile(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run_all(cmds: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess[str]]:
-    procs = {k: start(v, cwd) for k, v in cmds.items()}
-    out = {}
-    for k, p in procs.items():
-        so, se = p.communicate(timeout=600)
-        out[k] = subprocess.CompletedProcess(p.args, p.returncode, so, se)
-    return out
 
 
 def _one_line_error(res: subprocess.CompletedProcess[str], needle: str) -> None:

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from distpriv.errors import InvalidParameterError, InvalidTypeError
-from test_release import run, start
+from test_release import run, run_all
 
 BASE = ["--protect", "income=>50K", "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"]
 STATS = ["--stat", "mean:age", "--stat", "count:sex=Female"]
@@ -65,14 +65,6 @@ def pub(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def run_all(cmds: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Run several commands concurrently."""
-    procs = {k: start(v, cwd) for k, v in cmds.items()}
-    out = {}
-    for k, p in procs.items():
-        so, se = p.communicate(timeout=600)
-        out[k] = subprocess.CompletedProcess(p.args, p.returncode, so, se)
-    return out
 
 
 def without_values(doc: dict) -> dict:
