@@ -260,7 +260,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
     for name, cols, mask in queries:
         sens = ColumnSensitivity.count(n, cols)
         mech = apmqm(fw, nets, cols, sens, epsilon=epsilon)
-        choice = mech.details["choices"]["income"]
+        choice = mech.choices["income"]
         true = float(mask.sum())
         draws = mech.release_batch(np.full((runs, 1), true), rng)[:, 0]
         near = sens(set(cols) & paper_q.nearby)
@@ -270,7 +270,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
             "attributes": list(cols),
             "true_value": true,
             "released": float(draws[0]),
-            "laplace_scale": float(mech.details["scale"]),
+            "laplace_scale": float(mech.scale),
             "mean_abs_error": float(np.mean(np.abs(draws - true))),
             "noise_free": mech.kind == "none",
             "chosen_quilt": None if choice.quilt is None else choice.quilt.to_dict(),
