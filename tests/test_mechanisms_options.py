@@ -83,6 +83,7 @@ def test_typed_accounting_of_a_topped_up_gaussian_mechanism(name: str) -> None:
     assert acc.covariance_gap == pytest.approx((18.31 - 18.03) / 18.31, rel=1e-6)
     assert acc.profile is not None and acc.profile.delta_upper <= 1e-3
     assert acc.papers_noise_covariance is not None
+    assert len({acc, acc}) == 1  # frozen and hashable (the covariance array is not compared)
     assert float(mech.noise_covariance[0, 0]) == pytest.approx(acc.topup_factor**2 * acc.papers_noise_covariance[0, 0])
     # the details view says the same
     d = mech.details

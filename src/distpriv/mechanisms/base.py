@@ -58,7 +58,7 @@ class Accounting:
     pure_epsilon: float | None = None
     topup_steps: int | None = None
     profile: Profile | None = None
-    papers_noise_covariance: NDArray[np.float64] | None = field(default=None, repr=False)
+    papers_noise_covariance: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     @property
     def topped_up(self) -> bool:
