@@ -77,15 +77,16 @@ def test_adult_unequal_variances_calibrate(name):
                 gaussian_1d_delta(25.50, 18.03 + v, 28.05, 18.31 + v, 1.0))
     assert worst <= 1e-3
     if name in ("eigm", "daum"):  # the papers' noise gave 1.189e-3
-        assert mech.details["delta_before_topup"] == pytest.approx(1.189e-3, abs=5e-7)
-        assert mech.details["topup_factor"] > 1.0 and any("top-up" in n for n in mech.guarantee.notes)
+        assert mech.accounting is not None
+        assert mech.accounting.delta_before_topup == pytest.approx(1.189e-3, abs=5e-7)
+        assert mech.accounting.topup_factor > 1.0 and any("top-up" in n for n in mech.guarantee.notes)
 
 
 @pytest.mark.parametrize("name", ["eigm", "daum"])
 def test_shifted_variance_case(name):
     """N(0, 1) vs N(0.5, 1.5) at (1, 1e-5): EigM/DauM noise gave δ = 2.06e-3; now topped up to 1e-5."""
     mech = dp.calibrate(name, SHIFTED, [(0, 1)], epsilon=1.0, delta=1e-5)
-    assert mech.details["delta_before_topup"] == pytest.approx(2.06e-3, abs=5e-6)
+    assert mech.accounting is not None and mech.accounting.delta_before_topup == pytest.approx(2.06e-3, abs=5e-6)
     v = float(mech.noise_covariance[0, 0])
     assert max(gaussian_1d_delta(0.0, 1 + v, 0.5, 1.5 + v, 1.0), gaussian_1d_delta(0.5, 1.5 + v, 0.0, 1 + v, 1.0)) <= 1e-5
 
@@ -116,7 +117,8 @@ def test_equal_covariances_keep_the_papers_noise():
     model = dp.GaussianModel(means={0: [0.0, 0.0], 1: [1.0, 0.5]}, covariances={0: np.eye(2), 1: np.eye(2)})
     for name in GAUSS:
         mech = dp.calibrate(name, model, [(0, 1)], epsilon=1.0, delta=1e-3)
-        assert mech.details["topup_factor"] == 1.0 and mech.details["topup_isotropic"] == 0.0
+        assert mech.accounting is not None and not mech.accounting.topped_up
+        assert mech.accounting.topup_factor == 1.0 and mech.accounting.topup_isotropic == 0.0
     lap = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0)
     assert lap.laplace_scale == pytest.approx(1.5) and lap.guarantee.delta == 0.0
 

@@ -265,5 +265,6 @@ def test_declared_model_assumptions_are_exact() -> None:
     assert set(kept) == {"approx-wasserstein", "eigm", "daum"}
     for name in ("eigm", "daum"):
         base = kept[name].base
-        assert base is not None and base.details["accounted"]
-        assert base.details["delta_before_topup"] > 1e-3 >= kept[name].guarantee.delta  # the papers' noise was topped up
+        assert base is not None and base.accounting is not None
+        assert base.accounting.delta_before_topup is not None
+        assert base.accounting.delta_before_topup > 1e-3 >= kept[name].guarantee.delta  # the papers' noise was topped up

@@ -14,7 +14,7 @@ an estimate. Claims use ``delta_upper``; ``error_bound`` is the bracket width.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: Names of the accounting methods (recorded in guarantees).
@@ -44,7 +44,14 @@ class Profile:
     pair:
         The ordered pair (θ_i, θ_j) attaining ``delta_upper`` (δ of P_θi against P_θj), if known.
     details:
-        Method-specific numbers (grid width, number of cells, coordinates, ...).
+        Method-specific numbers (grid width, number of cells, coordinates, ...), for reports only:
+        code reads the typed fields below.
+    decided_above_target:
+        Set by the decision mode of :func:`~distpriv.accounting.release.proven_delta` when it stopped
+        early: the target some ordered pair is proven to exceed (``delta_lower`` > it). The upper end
+        is then the trivially valid 1, not a computed value.
+    pure_epsilon:
+        The pure ε (sup |L|) behind a zero-δ profile of a translation or a top-up step, when known.
     """
 
     epsilon: float
@@ -53,11 +60,23 @@ class Profile:
     method: str
     pair: tuple[Hashable, Hashable] | None = None
     details: dict[str, Any] = field(default_factory=dict, compare=False)
+    decided_above_target: float | None = field(default=None, compare=False)
+    pure_epsilon: float | None = field(default=None, compare=False)
 
     @property
     def delta(self) -> float:
         """The proven δ: the upper end of the bracket."""
         return self.delta_upper
+
+    @property
+    def decided_only(self) -> bool:
+        """True iff the profile only decides δ(ε) > target (early stop; ``delta_upper`` is the trivial 1)."""
+        return self.decided_above_target is not None
+
+    @property
+    def reported_delta(self) -> float:
+        """δ to report for this profile: the upper end, or for a decided-only profile the lower end proving it too large."""
+        return self.delta_lower if self.decided_only else self.delta_upper
 
     @property
     def error_bound(self) -> float:
@@ -114,7 +133,7 @@ def worst(profiles: list[Profile]) -> Profile:
         raise ValueError("worst: no profiles")
     top = max(profiles, key=lambda p: p.delta_upper)
     lo = max(p.delta_lower for p in profiles)
-    return Profile(top.epsilon, top.delta_upper, min(lo, top.delta_upper), top.method, top.pair, top.details)
+    return replace(top, delta_lower=min(lo, top.delta_upper))
 
 
 __all__ = [

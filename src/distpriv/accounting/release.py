@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -199,7 +199,8 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
         return Profile(epsilon, 0.0, 0.0, IDENTICAL, pair)
     if st.kind == "translation":
         if st.shift_loss <= epsilon * (1 + 1e-12):
-            return Profile(epsilon, 0.0, 0.0, TRANSLATION, pair, {"pure_epsilon": st.shift_loss})
+            return Profile(epsilon, 0.0, 0.0, TRANSLATION, pair, {"pure_epsilon": st.shift_loss},
+                           pure_epsilon=st.shift_loss)
         # ε below the translation loss: fall through to the exact product / coupling accounting
         st = _laplace_structure(model, a, b, noise, translation=False)
     if st.kind == "product":
@@ -307,7 +308,7 @@ def pair_profiles(model: QueryModel, a: Hashable, b: Hashable, noise: NoiseLaw, 
 
 
 def _tag(p: Profile, pair: tuple[Hashable, Hashable]) -> Profile:
-    return Profile(p.epsilon, p.delta_upper, p.delta_lower, p.method, pair, p.details)
+    return replace(p, pair=pair)
 
 
 def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float, *,
@@ -319,7 +320,7 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     as some ordered pair is proven to exceed it, and brackets are refined only until they decide
     it. The answer to "is δ(ε) <= target?" is then exact, but after an early stop the pairs (or
     the reverse order) not evaluated may be worse than the one found, so the returned upper end is
-    the trivially valid 1 (``details["decided_above_target"]``): a caller that needs the value of
+    the trivially valid 1 (``decided_above_target`` is set, :attr:`Profile.decided_only`): a caller that needs the value of
     δ must call without ``target``.
     """
     profiles: list[Profile] = []
@@ -328,8 +329,8 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
         profiles += [p1, p2]
         if target is not None and max(p1.delta_lower, p2.delta_lower) > target:
             found = max(profiles, key=lambda p: p.delta_lower)
-            return Profile(found.epsilon, 1.0, found.delta_lower, found.method, found.pair,
-                           {**found.details, "decided_above_target": target})
+            return replace(found, delta_upper=1.0, details={**found.details, "decided_above_target": target},
+                           decided_above_target=target)
     return worst(profiles)
 
 

@@ -144,7 +144,13 @@ def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: Noi
 
 def _upper(p: Profile) -> float:
     """The search's guide value: the upper end, or the exceeding lower end of a decided-only profile."""
-    return p.delta_lower if "decided_above_target" in p.details else p.delta_upper
+    return p.reported_delta
+
+
+def _pure(p: Profile) -> float:
+    """The pure-ε search's guide value (every profile it builds records its pure ε)."""
+    assert p.pure_epsilon is not None
+    return p.pure_epsilon
 
 
 def _null_space_limit(model: QueryModel, pairs: Sequence[tuple[Hashable, Hashable]], cov: np.ndarray,
@@ -209,8 +215,8 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
         return TopUp(noise, 1.0, 0.0, before, before, 1)
     far = proven_delta(model, ps, noise.scaled(1e6), epsilon, rtol=rtol, target=delta)
     if far.delta_upper > delta:
-        reason = far.details.get("reason") or "the output laws differ on directions that carry no noise"
-        raise AssumptionError(f"noise: scaling the Laplace noise cannot reach δ = {delta:g} ({reason}; "
+        raise AssumptionError(f"noise: scaling the Laplace noise cannot reach δ = {delta:g} (the output laws differ "
+                              "on directions that carry no noise; "
                               f"proven δ stays {far.delta_upper:.3g})")
 
     def ok(k: float) -> tuple[bool, Profile]:
@@ -226,7 +232,7 @@ def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: No
     ps = [(a, b) for a, b in pairs]
     first = pure_epsilon(model, ps, noise)
     before = Profile(epsilon, 0.0 if first.epsilon_upper <= epsilon * (1 + SLACK) else 1.0, 0.0, first.method, first.pair,
-                     {"pure_epsilon": first.epsilon_upper})
+                     {"pure_epsilon": first.epsilon_upper}, pure_epsilon=first.epsilon_upper)
     if first.epsilon_upper <= epsilon * (1 + SLACK):
         return TopUp(noise, 1.0, 0.0, before, before, 1)
     if not math.isfinite(first.epsilon_upper):
@@ -234,9 +240,10 @@ def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: No
 
     def ok(k: float) -> tuple[bool, Profile]:
         e = pure_epsilon(model, ps, noise.scaled(k))
-        return e.epsilon_upper <= epsilon, Profile(epsilon, 0.0, 0.0, e.method, e.pair, {"pure_epsilon": e.epsilon_upper})
+        return e.epsilon_upper <= epsilon, Profile(epsilon, 0.0, 0.0, e.method, e.pair, {"pure_epsilon": e.epsilon_upper},
+                                                   pure_epsilon=e.epsilon_upper)
 
-    k, after, steps = _search(ok, 1.25, 1.0, value=lambda p: float(p.details["pure_epsilon"]), goal=epsilon,
+    k, after, steps = _search(ok, 1.25, 1.0, value=_pure, goal=epsilon,
                               rel=1e-4, tight=2e-4)
     return TopUp(noise.scaled(k), k, 0.0, before, after, steps + 1)
 

@@ -206,18 +206,25 @@ class QuiltChoice:
 
 @dataclass
 class QuiltMechanism(Mechanism):
-    """APMQM: F(X) + Lap(b) per component (or F(X) when b = 0)."""
+    """APMQM: F(X) + Lap(b) per component (or F(X) when b = 0).
+
+    ``scale`` is b = max over the query attributes of the chosen quilt's noise (Zhang et al. Algorithm 2);
+    ``choices`` the chosen :class:`QuiltChoice` per sensitive attribute. Both are also in ``details``
+    (``"scale"``, ``"choices"``) for the JSON outputs.
+    """
+
+    scale: float = 0.0
+    choices: dict[str, QuiltChoice] = field(default_factory=dict)
 
     def accuracy(self, beta: float) -> float:
         """Theorem 4 corrected: P(max_k |Z_k| > α) <= β for α = b ln(dim/β) (b ln(1/β) for scalar F)."""
         b = check_delta(beta, "beta")
-        scale = float(self.details["scale"])
-        return scale * math.log(self.dim / b) if scale > 0 else 0.0
+        return self.scale * math.log(self.dim / b) if self.scale > 0 else 0.0
 
     def paper_accuracy(self, beta: float) -> float:
         """Theorem 4 as printed: α = b ln(1/(2β)) (one-sided tail; covers probability 2β)."""
         b = check_delta(beta, "beta")
-        return float(self.details["scale"]) * math.log(1.0 / (2.0 * b))
+        return self.scale * math.log(1.0 / (2.0 * b))
 
 
 def apmqm(
@@ -338,16 +345,18 @@ def apmqm(
         theorem=THEOREM,
         notes=tuple(notes),
     )
+    chosen = {c.attribute: c for c in choices}
     details: dict[str, Any] = {
         "scale": b,
         "query_attributes": sorted(A),
         "sensitivity_all": delta_a,
-        "choices": {c.attribute: c for c in choices},
+        "choices": chosen,
         "exhaustive": exhaustive_all,
     }
     if b > 0:
-        return QuiltMechanism("apmqm", "APMQM", dim, "laplace", g, basis=np.eye(dim), scales=np.full(dim, b), details=details)
-    return QuiltMechanism("apmqm", "APMQM", dim, "none", g, details=details)
+        return QuiltMechanism("apmqm", "APMQM", dim, "laplace", g, basis=np.eye(dim), scales=np.full(dim, b),
+                              details=details, scale=b, choices=chosen)
+    return QuiltMechanism("apmqm", "APMQM", dim, "none", g, details=details, scale=b, choices=chosen)
 
 
 __all__ = [

@@ -47,7 +47,7 @@ import numpy as np
 from .._validation import check_delta, check_epsilon, check_int
 from ..attribute import examples as ex
 from ..attribute.bayesnet import max_influence
-from ..attribute.gaussian import apgm_box, exact_delta_box
+from ..attribute.gaussian import AttributeGaussianMechanism, apgm_box, exact_delta_box
 from ..attribute.markov_quilt import ColumnSensitivity, apmqm, quilt_for
 from ..attribute.pufferfish import Interval, PufferfishFramework, dataset_attribute_privacy
 from ..calibration import check_calibration, classic_warnings_suppressed
@@ -107,7 +107,7 @@ def hospital_setting(
 
 
 def _apgm(setting: tuple[Any, Any, Any], stat: str, epsilon: float, delta: float, calibration: str,
-          paper_settings: bool) -> Any:
+          paper_settings: bool) -> AttributeGaussianMechanism:
     fw, models, boxes = setting
     extra = [PAPER_ASSUMPTION] if paper_settings else []
     with classic_warnings_suppressed():
@@ -115,7 +115,7 @@ def _apgm(setting: tuple[Any, Any, Any], stat: str, epsilon: float, delta: float
                         calibration=calibration, extra_assumptions=extra)
 
 
-def _summary(mech: Any) -> dict[str, float]:
+def _summary(mech: AttributeGaussianMechanism) -> dict[str, float]:
     info = mech.details["attributes"]["gender"]
     s2 = float(mech.details["sigma2"])
     return {"sensitivity": info["sensitivity"], "conditional_variance": info["min_conditional_variance"],
@@ -260,7 +260,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
     for name, cols, mask in queries:
         sens = ColumnSensitivity.count(n, cols)
         mech = apmqm(fw, nets, cols, sens, epsilon=epsilon)
-        choice = mech.details["choices"]["income"]
+        choice = mech.choices["income"]
         true = float(mask.sum())
         draws = mech.release_batch(np.full((runs, 1), true), rng)[:, 0]
         near = sens(set(cols) & paper_q.nearby)
@@ -270,7 +270,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
             "attributes": list(cols),
             "true_value": true,
             "released": float(draws[0]),
-            "laplace_scale": float(mech.details["scale"]),
+            "laplace_scale": float(mech.scale),
             "mean_abs_error": float(np.mean(np.abs(draws - true))),
             "noise_free": mech.kind == "none",
             "chosen_quilt": None if choice.quilt is None else choice.quilt.to_dict(),

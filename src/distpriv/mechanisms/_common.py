@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_array, check_delta, check_epsilon
 from ..calibration import check_calibration, max_distance
@@ -69,7 +69,7 @@ def d_max(inp: Inputs) -> float:
 
 
 def direction_basis(
-    diffs: NDArray[np.float64], rank_tol: float, direction: Any = None
+    diffs: NDArray[np.float64], rank_tol: float, direction: ArrayLike | None = None
 ) -> tuple[NDArray[np.float64], float]:
     """Orthonormal basis (m × d) of the span of the mean differences, and the relative residual.
 
@@ -111,9 +111,9 @@ def covariance_gap(model: GaussianModel, pairs: Sequence[Pair]) -> float:
     return worst
 
 
-def labels_in(pairs: Sequence[Pair]) -> list[Any]:
+def labels_in(pairs: Sequence[Pair]) -> list[Hashable]:
     """The θ labels appearing in Ψ, in order of first appearance."""
-    out: list[Any] = []
+    out: list[Hashable] = []
     for a, b in pairs:
         for x in (a, b):
             if x not in out:

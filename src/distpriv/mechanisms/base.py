@@ -16,10 +16,80 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from .._validation import RngLike, as_rng, check_array, check_int
+from ..accounting.profile import Profile
 from ..errors import InvalidTypeError
 from ..guarantees import Guarantee
 
 NoiseKind = Literal["gaussian", "laplace", "none"]
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """What the exact accounting of :mod:`distpriv.mechanisms.exact` established for a mechanism.
+
+    The δ(ε) of the output laws N(μ_θ, Σ_θ + Σ_Z) (or the Laplace convolution) of every pair of Ψ,
+    both orders (Balle & Wang 2018 Thm 5; :mod:`distpriv.accounting`), with the noise topped up
+    where the papers' noise falls short (post-processing: :mod:`distpriv.accounting.topup`).
+
+    Attributes
+    ----------
+    covariance_gap:
+        max over Ψ of the relative gap between Σ_θi and Σ_θj (0: translations, the papers' setting).
+    topup_factor:
+        Multiplier applied to the papers' standard deviations / Laplace scales (1: none).
+    topup_isotropic:
+        Variance t of the isotropic N(0, t·I) added when scaling could not reach δ (Gaussian only).
+    delta_before_topup:
+        Proven δ(ε) of the papers' noise (``None`` when not computed: a pure-ε Laplace claim).
+    pure_epsilon:
+        Proven pure ε = sup |L| of a Laplace mechanism (``None`` unless a pure claim is made).
+    topup_steps:
+        Profile evaluations of the top-up search (``None`` when no search ran).
+    profile:
+        The profile behind the claim (``None`` for a pure-ε claim).
+    papers_noise_covariance:
+        Σ_Z of the papers' noise before a Gaussian top-up (``None`` without one).
+    """
+
+    covariance_gap: float
+    topup_factor: float = 1.0
+    topup_isotropic: float | None = None
+    delta_before_topup: float | None = None
+    pure_epsilon: float | None = None
+    topup_steps: int | None = None
+    profile: Profile | None = None
+    papers_noise_covariance: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def topped_up(self) -> bool:
+        """True iff noise was added to the papers' noise."""
+        return self.topup_factor > 1.0 or (self.topup_isotropic or 0.0) > 0.0
+
+    def to_details(self) -> dict[str, Any]:
+        """The ``details`` entries of an accounted mechanism (the pre-typed view, kept for JSON and research code)."""
+        out: dict[str, Any] = {"accounted": True, "covariance_gap": self.covariance_gap, "topup_factor": self.topup_factor}
+        if self.topup_isotropic is not None:
+            out["topup_isotropic"] = self.topup_isotropic
+        if self.delta_before_topup is not None:
+            out["delta_before_topup"] = self.delta_before_topup
+        if self.topup_steps is not None:
+            out["topup_steps"] = self.topup_steps
+        if self.pure_epsilon is not None:
+            out["pure_epsilon"] = self.pure_epsilon
+        if self.papers_noise_covariance is not None:
+            out["noise_covariance_papers"] = self.papers_noise_covariance
+        if self.profile is not None:
+            out["accounting"] = self.profile.to_dict()
+            out["accounting_pair"] = None if self.profile.pair is None else list(map(str, self.profile.pair))
+        return out
+
+
+@dataclass(frozen=True)
+class L2Estimate:
+    """E||Z||₂ of a mechanism's noise when no closed form applies, and how it was estimated (Monte Carlo)."""
+
+    value: float
+    method: str
 
 
 @dataclass
@@ -38,7 +108,10 @@ class AdditiveNoiseMechanism:
     ----------
     name: registry name (``"expm-gauss"``); label: the papers' table label (``"ExpM (G)"``).
     guarantee: the (ε, δ) claim with its assumptions.
-    details: calibration quantities (sensitivities, D_max, per-direction variances, ...).
+    details: calibration quantities (sensitivities, D_max, per-direction variances, ...) for reports and
+    research code; library code reads the typed ``accounting`` and ``l2_estimate`` instead.
+    accounting: the exact accounting under the model (:class:`Accounting`), ``None`` if not accounted.
+    l2_estimate: the Monte Carlo E||Z||₂ once computed (:class:`L2Estimate`).
     """
 
     name: str
@@ -50,6 +123,24 @@ class AdditiveNoiseMechanism:
     basis: NDArray[np.float64] | None = None
     scales: NDArray[np.float64] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    accounting: Accounting | None = None
+    l2_estimate: L2Estimate | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def accounted(self) -> bool:
+        """True iff the claim was checked against the exact profile of the output laws (:mod:`~distpriv.mechanisms.exact`)."""
+        return self.accounting is not None
+
+    def set_accounting(self, acc: Accounting) -> None:
+        """Record ``acc`` (typed) and its ``details`` view."""
+        self.accounting = acc
+        self.details.update(acc.to_details())
+
+    def set_l2_estimate(self, value: float, method: str) -> None:
+        """Record a Monte Carlo E||Z||₂ (typed) and its ``details`` view (``_mc_l2``, ``expected_l2_error_method``)."""
+        self.l2_estimate = L2Estimate(value, method)
+        self.details["_mc_l2"] = value
+        self.details["expected_l2_error_method"] = method
 
     # ------------------------------------------------------------------ noise law
     @property
@@ -121,7 +212,7 @@ class AdditiveNoiseMechanism:
         Closed forms: isotropic Gaussian σ√2 Γ((r+1)/2)/Γ(r/2) on its rank r; a
         single Gaussian direction σ√(2/π); a single Laplace direction b. Otherwise
         a Monte Carlo estimate from 200,000 draws at a fixed seed (relative
-        standard error < 0.3%), recorded in ``details["expected_l2_error_method"]``.
+        standard error < 0.3%), recorded in :attr:`l2_estimate` (and ``details["expected_l2_error_method"]``).
         """
         if self.kind == "none":
             return 0.0
@@ -138,11 +229,11 @@ class AdditiveNoiseMechanism:
             if np.allclose(pos, pos[0], rtol=1e-9):
                 r = pos.size
                 return float(math.sqrt(2.0 * pos[0]) * math.exp(special.gammaln((r + 1) / 2) - special.gammaln(r / 2)))
-        if "_mc_l2" not in self.details:
+        if self.l2_estimate is None:
             z = self.sample_noise(200_000, np.random.default_rng(20240229))
-            self.details["_mc_l2"] = float(np.linalg.norm(z, axis=1).mean())
-            self.details["expected_l2_error_method"] = "monte-carlo (200,000 draws, seed 20240229)"
-        return float(self.details["_mc_l2"])
+            self.set_l2_estimate(float(np.linalg.norm(z, axis=1).mean()), "monte-carlo (200,000 draws, seed 20240229)")
+        assert self.l2_estimate is not None
+        return self.l2_estimate.value
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly description (noise law, error, guarantee)."""

@@ -14,18 +14,18 @@ privacy for any Θ and Ψ (the GDP baseline of the paper, k = n = 100).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_array, check_int
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ._common import Inputs, d_max
 from .base import Mechanism
+from .metadata import METADATA
 
 
-def _sens(inp: Inputs, sensitivities: Any) -> np.ndarray:
+def _sens(inp: Inputs, sensitivities: ArrayLike | None) -> NDArray[np.float64]:
     if sensitivities is None:
         raise InvalidParameterError("sensitivities: required for DP baselines (per-component sensitivity of one record)")
     s = check_array(sensitivities, "sensitivities", ndim=(0, 1))
@@ -50,8 +50,19 @@ def _guarantee(inp: Inputs, name: str, k: int, n: int | None, delta: float, cali
                      assumptions=assumptions, theorem=theorem)
 
 
-def dp_laplace(inp: Inputs, *, sensitivities: Any = None, group_size: int = 1, n: int | None = None, name: str = "dp-laplace", label: str = "DP (L)") -> Mechanism:
+def dp_laplace(inp: Inputs, *, sensitivities: ArrayLike | None = None, group_size: int = 1, n: int | None = None) -> Mechanism:
     """Laplace mechanism with L1 sensitivity k·||s||_1 (Dwork & Roth Thm 3.6 + group privacy)."""
+    return _laplace(inp, sensitivities, group_size, n, "dp-laplace")
+
+
+def dp_gauss(inp: Inputs, *, sensitivities: ArrayLike | None = None, group_size: int = 1, n: int | None = None) -> Mechanism:
+    """Gaussian mechanism with L2 sensitivity k·||s||_2, σ = k||s||_2/D_max (classic or exact)."""
+    return _gauss(inp, sensitivities, group_size, n, "dp-gauss")
+
+
+def _laplace(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: int | None, name: str) -> Mechanism:
+    """Z_i ~ Lap(k ||s||_1 / ε) under the registry name ``name`` (its label from the metadata)."""
+    label = METADATA[name].label
     s = _sens(inp, sensitivities)
     k = check_int(group_size, "group_size", minimum=1)
     sens = k * float(s.sum())
@@ -62,8 +73,9 @@ def dp_laplace(inp: Inputs, *, sensitivities: Any = None, group_size: int = 1, n
                      details={"l1_sensitivity": sens, "group_size": k, "laplace_scale": b})
 
 
-def dp_gauss(inp: Inputs, *, sensitivities: Any = None, group_size: int = 1, n: int | None = None, name: str = "dp-gauss", label: str = "DP (G)") -> Mechanism:
-    """Gaussian mechanism with L2 sensitivity k·||s||_2, σ = k||s||_2/D_max (classic or exact)."""
+def _gauss(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: int | None, name: str) -> Mechanism:
+    """Z_i ~ N(0, σ²), σ = k ||s||_2 / D_max under the registry name ``name`` (its label from the metadata)."""
+    label = METADATA[name].label
     s = _sens(inp, sensitivities)
     k = check_int(group_size, "group_size", minimum=1)
     sens = k * float(np.linalg.norm(s))
@@ -76,16 +88,16 @@ def dp_gauss(inp: Inputs, *, sensitivities: Any = None, group_size: int = 1, n: 
                      details={"l2_sensitivity": sens, "group_size": k, "d_max": dm, "sigma": sigma})
 
 
-def groupdp_laplace(inp: Inputs, *, sensitivities: Any = None, group_size: int | None = None, n: int | None = None) -> Mechanism:
+def groupdp_laplace(inp: Inputs, *, sensitivities: ArrayLike | None = None, group_size: int | None = None, n: int | None = None) -> Mechanism:
     """Group-DP Laplace baseline; ``group_size`` defaults to ``n`` (the paper's k = n)."""
     k = _group(group_size, n)
-    return dp_laplace(inp, sensitivities=sensitivities, group_size=k, n=n, name="groupdp-laplace", label="GDP (L)")
+    return _laplace(inp, sensitivities, k, n, "groupdp-laplace")
 
 
-def groupdp_gauss(inp: Inputs, *, sensitivities: Any = None, group_size: int | None = None, n: int | None = None) -> Mechanism:
+def groupdp_gauss(inp: Inputs, *, sensitivities: ArrayLike | None = None, group_size: int | None = None, n: int | None = None) -> Mechanism:
     """Group-DP Gaussian baseline; ``group_size`` defaults to ``n`` (the paper's k = n)."""
     k = _group(group_size, n)
-    return dp_gauss(inp, sensitivities=sensitivities, group_size=k, n=n, name="groupdp-gauss", label="GDP (G)")
+    return _gauss(inp, sensitivities, k, n, "groupdp-gauss")
 
 
 def _group(group_size: int | None, n: int | None) -> int:

@@ -37,18 +37,19 @@ from ..errors import AssumptionError, AssumptionWarning
 from ..guarantees import Calibration
 from ..models import EmpiricalModel, GaussianModel
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
-from .base import Mechanism
+from .base import Accounting, Mechanism
 from .metadata import METADATA, names_where
 
 GAUSSIAN_FIT = ("f_θ = N(μ̂_θ, Σ̂_θ), the Gaussian fit (sample mean and covariance) of the samples of each θ: "
                 "Gaussianity and the fitted moments are assumed")
 EXACT_PROFILE = ("δ(ε) computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of every pair in both orders "
                  "(distpriv.accounting; no equal-covariance assumption)")
-#: Gaussian-noise mechanisms calibrated on the model's Ψ (the DP baselines are not).
-GAUSSIAN_MODEL_NAMES = names_where(noise="gaussian", needs_pairs=True)
+#: Gaussian-noise mechanisms accounted exactly on a GaussianModel (ExpM (G), DirM (G), EigM, DauM).
+GAUSSIAN_MODEL_NAMES = names_where(noise="gaussian", exact_gaussian_model=True)
 #: Those also accounted exactly on the Gaussian fit of an EmpiricalModel.
 FIT_NAMES = tuple(n for n in GAUSSIAN_MODEL_NAMES if METADATA[n].exact_gaussian_fit)
-LAPLACE_MODEL_NAMES = ("expm-laplace", "dirm-laplace")
+#: Laplace-noise mechanisms whose pure ε / δ is accounted exactly on a GaussianModel (ExpM (L), DirM (L)).
+LAPLACE_MODEL_NAMES = names_where(noise="laplace", exact_gaussian_model=True)
 
 
 def account(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
@@ -68,10 +69,6 @@ def _gap_note(gap: float, theorem: str) -> str:
             "covariances) does not apply as stated; the claim rests on the exact profile of the output laws")
 
 
-def _profile_details(prof: Profile) -> dict[str, Any]:
-    return {"accounting": prof.to_dict(), "accounting_pair": None if prof.pair is None else list(map(str, prof.pair))}
-
-
 def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     """Exact verification / top-up of a Gaussian-noise mechanism (see module docstring)."""
     g = as_gaussian(inp.model)
@@ -80,7 +77,6 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     gap = covariance_gap(g, inp.pairs)
     eps, target = inp.epsilon, inp.delta
     notes = list(mech.guarantee.notes)
-    details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0, "topup_isotropic": 0.0}
     claimed = target
     if inp.calibration == Calibration.CLASSIC and eps >= 1.0:
         # the value (not only the decision) is claimed: no decision mode, every ordered pair evaluated
@@ -93,14 +89,14 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
         else:
             notes.append(f"classic rule is unproven for ε >= 1; the exact profile confirms δ = {prof.delta_upper:.3g} "
                          f"<= {target:g}")
-        details["delta_before_topup"] = prof.delta_upper
+        acc = Accounting(gap, topup_isotropic=0.0, delta_before_topup=prof.delta_upper, profile=prof)
     else:
         tu = topup_gaussian(g, inp.pairs, noise, eps, target)
         prof = tu.after
-        details.update(topup_factor=tu.factor, topup_isotropic=tu.isotropic, delta_before_topup=_before(tu.before),
-                       topup_steps=tu.steps)
+        acc = Accounting(gap, topup_factor=tu.factor, topup_isotropic=tu.isotropic,
+                         delta_before_topup=tu.before.reported_delta, topup_steps=tu.steps, profile=prof,
+                         papers_noise_covariance=mech.noise_covariance.copy() if tu.applied else None)
         if tu.applied:
-            details["noise_covariance_papers"] = mech.noise_covariance.copy()
             mech.covariance = tu.noise.gaussian_covariance
             if mech.kind == "none":
                 mech.kind = "gaussian"
@@ -110,20 +106,14 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     notes.append(_gap_note(gap, mech.guarantee.theorem or "the papers' theorem"))
     assumptions = [GAUSSIAN_FIT if fitted else GAUSSIAN, MODEL_IS_TRUTH, EXACT_PROFILE]
     mech.guarantee = replace(mech.guarantee, delta=claimed, assumptions=tuple(assumptions), notes=tuple(notes))
-    details.update(_profile_details(prof))
     if "max_mahalanobis" in mech.details:
         from .gaussian_uncertainty import max_pair_distance
 
         mech.details["max_mahalanobis"] = max_pair_distance(g, inp.pairs, mech.noise_covariance)
         if gap > 1e-12:
             mech.details["exact_epsilon_at_delta"] = None  # the Mahalanobis formula needs equal covariances
-    mech.details.update(details)
+    mech.set_accounting(acc)
     return mech
-
-
-def _before(p: Profile) -> float:
-    """δ of the papers' noise: the upper end, or (decided-only profile) the lower end proving it too large."""
-    return p.delta_lower if "decided_above_target" in p.details else p.delta_upper
 
 
 def _rescale_details(details: dict[str, Any], factor: float, isotropic: float) -> None:
@@ -146,7 +136,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
     eps, target = inp.epsilon, inp.delta
     gap = covariance_gap(g, inp.pairs)
     notes = list(mech.guarantee.notes)
-    details: dict[str, Any] = {"accounted": True, "covariance_gap": gap, "topup_factor": 1.0}
+    acc = Accounting(gap)
     pe = pure_epsilon(g, inp.pairs, noise, target=eps * (1 + SLACK))
     claimed_delta = 0.0
     assumptions = [GAUSSIAN, MODEL_IS_TRUTH]
@@ -154,7 +144,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
         assumptions.insert(1, "Σ_θi = Σ_θj for every pair, so f_θi is a translation of f_θj (Chen & Ohrimenko Sec. 5.1)")
     if pe.epsilon_upper <= eps * (1 + SLACK):
         notes.append(f"accounting: pure {pe.describe()} <= ε = {eps:g}")
-        details["pure_epsilon"] = pe.epsilon_upper
+        acc = Accounting(gap, pure_epsilon=pe.epsilon_upper)
     elif target > 0:
         try:
             tu = topup_laplace(g, inp.pairs, noise, eps, target)
@@ -169,19 +159,20 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             tu = topup_laplace(g, inp.pairs, wide, eps, target)
         _set_laplace(mech, tu.noise)
         claimed_delta = target
-        details.update(topup_factor=tu.factor, delta_before_topup=_before(tu.before))
+        acc = Accounting(gap, topup_factor=tu.factor, delta_before_topup=tu.before.reported_delta, profile=tu.after)
         if tu.applied:
             notes.append(tu.describe(target))
         notes.append(f"accounting: {tu.after.describe()}")
-        details.update(_profile_details(tu.after))
     else:
         tp = topup_pure(g, inp.pairs, noise, eps)
         if tp is not None:
             _set_laplace(mech, tp.noise)
-            details.update(topup_factor=tp.factor, pure_epsilon=tp.after.details.get("pure_epsilon"))
-            notes.append(f"top-up: the paper's scale gives pure ε = {tp.before.details.get('pure_epsilon', pe.epsilon_upper):.6g} > {eps:g} under the model "
+            before = pe.epsilon_upper if tp.before.pure_epsilon is None else tp.before.pure_epsilon
+            after = eps if tp.after.pure_epsilon is None else tp.after.pure_epsilon
+            acc = Accounting(gap, topup_factor=tp.factor, pure_epsilon=tp.after.pure_epsilon)
+            notes.append(f"top-up: the paper's scale gives pure ε = {before:.6g} > {eps:g} under the model "
                          f"(unequal covariances); Laplace scale multiplied by {tp.factor:.6g} (post-processing), "
-                         f"now pure ε <= {tp.after.details.get('pure_epsilon', eps):.6g}")
+                         f"now pure ε <= {after:.6g}")
             notes.append(f"accounting: {pure_epsilon(g, inp.pairs, tp.noise).describe()}")
         else:
             prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
@@ -196,9 +187,9 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             warnings.warn(msg, AssumptionWarning, stacklevel=external_stacklevel())
             notes.append(msg)
             notes.append(f"accounting: {prof.describe()}")
-            details.update(_profile_details(prof))
+            acc = Accounting(gap, profile=prof)
     mech.guarantee = replace(mech.guarantee, delta=claimed_delta, assumptions=tuple(assumptions), notes=tuple(notes))
-    mech.details.update(details)
+    mech.set_accounting(acc)
     return mech
 
 

@@ -23,9 +23,8 @@ profile of the output laws and tops the noise up (:mod:`distpriv.mechanisms.exac
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import AssumptionWarning
 from ..guarantees import Calibration, Guarantee
@@ -58,7 +57,7 @@ def expm_gauss(inp: Inputs) -> Mechanism:
                      details={"delta_e2": st.l2, "d_max": dm, "sigma": sigma})
 
 
-def _directional(inp: Inputs, direction: Any, rank_tol: float) -> tuple[np.ndarray, float, list[str], list[str]]:
+def _directional(inp: Inputs, direction: ArrayLike | None, rank_tol: float) -> tuple[np.ndarray, float, list[str], list[str]]:
     st = pair_stats(inp.model, inp.pairs)
     basis, resid = direction_basis(st.diffs, rank_tol, direction)
     assumptions = [TRANSLATION, MODEL_IS_TRUTH]
@@ -95,7 +94,7 @@ def _directional(inp: Inputs, direction: Any, rank_tol: float) -> tuple[np.ndarr
     return basis, resid, assumptions, notes
 
 
-def dirm_laplace(inp: Inputs, *, direction: Any = None, rank_tol: float = 1e-6) -> Mechanism:
+def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6) -> Mechanism:
     """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences."""
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)
@@ -110,7 +109,7 @@ def dirm_laplace(inp: Inputs, *, direction: Any = None, rank_tol: float = 1e-6) 
                      details={"delta_e2": st.l2, "sensitivity": sens, "directions": basis, "residual": resid, "laplace_scale": b})
 
 
-def dirm_gauss(inp: Inputs, *, direction: Any = None, rank_tol: float = 1e-6) -> Mechanism:
+def dirm_gauss(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6) -> Mechanism:
     """Gaussian Algorithm 1: N(0, σ² V Vᵀ), σ = Δ_E,2/D_max, V an orthonormal basis of the mean-difference span."""
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)

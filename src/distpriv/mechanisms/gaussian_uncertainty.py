@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_array
 from ..accounting.profile import Profile
@@ -168,7 +168,7 @@ def noiseless_release(inp: Inputs) -> NoiselessCheck:
     return NoiselessCheck(ok=bool(rule and meets), max_mahalanobis=dist, d_max=dm, guarantee=guar, profile=prof)
 
 
-def eigm(inp: Inputs, *, eigenvectors: Any = None, eig_tol: float = 1e-8) -> Mechanism:
+def eigm(inp: Inputs, *, eigenvectors: ArrayLike | None = None, eig_tol: float = 1e-8) -> Mechanism:
     """Algorithm 2 (Eigenvector Gaussian Mechanism), Theorem 5.5.
 
     The eigenvectors are ``eigenvectors`` (columns) if given, else those of the mean
@@ -244,7 +244,7 @@ def daum_variance(diff: NDArray[np.float64], cov: NDArray[np.float64], v: NDArra
     return (q - d2) / denom
 
 
-def daum(inp: Inputs, *, direction: Any = None) -> Mechanism:
+def daum(inp: Inputs, *, direction: ArrayLike | None = None) -> Mechanism:
     """Algorithm 3 (DauM), Theorem B.4: Z ~ N(0, σ² v vᵀ) with σ² = max over Ψ (and Σ_θi, Σ_θj) of the closed-form root.
 
     ``direction`` is Alg 3's unit vector v; by default the top left singular vector of the

@@ -14,9 +14,11 @@ from typing import Literal
 
 from .._validation import check_choice
 
-__all__ = ["CANDIDATES", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
+__all__ = ["CANDIDATES", "Baseline", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
 
 NoiseFamily = Literal["laplace", "gaussian", "none"]
+#: The differential-privacy baselines (Chen & Ohrimenko Sec. 6.2): record-level DP, group DP with k = n.
+Baseline = Literal["dp", "groupdp"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class MechanismInfo:
     exact_gaussian_fit:
         True iff its δ is computed exactly from the output laws of the Gaussian fit of an empirical
         model (:mod:`distpriv.mechanisms.exact`), a cost that grows quickly with the dimension.
+    exact_gaussian_model:
+        True iff its claim is checked (and its noise topped up) against the exact profile of the output
+        laws on a :class:`~distpriv.GaussianModel` (:mod:`distpriv.mechanisms.exact`): ExpM, DirM, EigM, DauM.
+    baseline:
+        ``"dp"`` (record-level DP: no guarantee for a property of the data) or ``"groupdp"`` (group DP,
+        distribution privacy for k >= n) for the DP baselines; ``None`` for the distribution-privacy mechanisms.
     """
 
     name: str
@@ -50,27 +58,31 @@ class MechanismInfo:
     needs_pairs: bool
     assumptions: tuple[str, ...]
     exact_gaussian_fit: bool = False
+    exact_gaussian_model: bool = False
+    baseline: Baseline | None = None
 
 
 def _m(name: str, label: str, noise: NoiseFamily, needs_delta: bool, needs_pairs: bool,
-       assumptions: tuple[str, ...] = (), exact_gaussian_fit: bool = False) -> MechanismInfo:
-    return MechanismInfo(name, label, noise, needs_delta, needs_pairs, assumptions, exact_gaussian_fit)
+       assumptions: tuple[str, ...] = (), exact_gaussian_fit: bool = False, *, exact_gaussian_model: bool = False,
+       baseline: Baseline | None = None) -> MechanismInfo:
+    return MechanismInfo(name, label, noise, needs_delta, needs_pairs, assumptions, exact_gaussian_fit,
+                         exact_gaussian_model or exact_gaussian_fit, baseline)
 
 
 #: The calibratable central mechanisms, in registry order.
 METADATA: dict[str, MechanismInfo] = {m.name: m for m in (
     _m("wasserstein", "Wasserstein", "laplace", False, True),
     _m("approx-wasserstein", "Approx. Wasserstein", "laplace", True, True),
-    _m("expm-laplace", "ExpM (L)", "laplace", False, True, ("translation",)),
-    _m("expm-gauss", "ExpM (G)", "gaussian", True, True, ("translation",)),
-    _m("dirm-laplace", "DirM (L)", "laplace", False, True, ("translation",)),
-    _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",)),
+    _m("expm-laplace", "ExpM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True),
+    _m("expm-gauss", "ExpM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True),
+    _m("dirm-laplace", "DirM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True),
+    _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True),
     _m("eigm", "EigM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
     _m("daum", "DauM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
-    _m("groupdp-laplace", "GDP (L)", "laplace", False, False, ("bounded",)),
-    _m("groupdp-gauss", "GDP (G)", "gaussian", True, False, ("bounded",)),
-    _m("dp-laplace", "DP (L)", "laplace", False, False),
-    _m("dp-gauss", "DP (G)", "gaussian", True, False),
+    _m("groupdp-laplace", "GDP (L)", "laplace", False, False, ("bounded",), baseline="groupdp"),
+    _m("groupdp-gauss", "GDP (G)", "gaussian", True, False, ("bounded",), baseline="groupdp"),
+    _m("dp-laplace", "DP (L)", "laplace", False, False, baseline="dp"),
+    _m("dp-gauss", "DP (G)", "gaussian", True, False, baseline="dp"),
 )}
 
 #: Releasing F(Data) without noise (Chen & Ohrimenko Thm 5.4): a release candidate, not a calibrate() name.
@@ -86,9 +98,12 @@ def info(name: str) -> MechanismInfo:
 
 
 def names_where(*, noise: NoiseFamily | None = None, needs_delta: bool | None = None,
-                needs_pairs: bool | None = None) -> tuple[str, ...]:
+                needs_pairs: bool | None = None, exact_gaussian_model: bool | None = None,
+                baseline: Baseline | None = None) -> tuple[str, ...]:
     """Names of the calibratable mechanisms (registry order) whose metadata match every given field."""
     return tuple(m.name for m in METADATA.values()
                  if (noise is None or m.noise == noise)
                  and (needs_delta is None or m.needs_delta == needs_delta)
-                 and (needs_pairs is None or m.needs_pairs == needs_pairs))
+                 and (needs_pairs is None or m.needs_pairs == needs_pairs)
+                 and (exact_gaussian_model is None or m.exact_gaussian_model == exact_gaussian_model)
+                 and (baseline is None or m.baseline == baseline))

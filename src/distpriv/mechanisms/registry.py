@@ -112,7 +112,7 @@ def calibrate(
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
     mech = builder(inp, **options)
     accounted = exact.account(key, mech, inp)
-    if not accounted.details.get("accounted"):
+    if not accounted.accounted:
         if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted

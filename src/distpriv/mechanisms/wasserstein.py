@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from .. import distances
 from .._validation import check_choice, check_positive
 from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Calibration, Guarantee
-from ..models import EmpiricalModel, GaussianModel, pair_stats
+from ..models import EmpiricalModel, GaussianModel, QueryModel, pair_stats
 from ._common import MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap, labels_in
 from .base import Mechanism
 
@@ -42,7 +43,7 @@ def _laplace(name: str, label: str, inp: Inputs, scale: float, guarantee: Guaran
     )
 
 
-def pair_w_infinity(model: Any, a: Any, b: Any) -> float:
+def pair_w_infinity(model: QueryModel, a: Hashable, b: Hashable) -> float:
     """W∞ (L1) between f_a and f_b: exact on empirical samples; ||μ_a − μ_b||_1 for equal-covariance Gaussians."""
     if isinstance(model, EmpiricalModel):
         return float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1))

@@ -47,11 +47,6 @@ A5 = ("the released datasets were sampled independently (asserted by the curator
       "shared; Chen & Ohrimenko Prop. A.5); the composed guarantee is for Ψ ⋄ Ψ (pairs of product distributions)")
 
 
-def framework_name(value: Any) -> str:
-    """A guarantee's framework as a plain string (enums give their value)."""
-    return str(getattr(value, "value", value))
-
-
 @dataclass(frozen=True)
 class Composition:
     """The composed guarantee, the propositions that justify it and the chain it covers."""

@@ -22,6 +22,7 @@ import numpy as np
 from .. import attacks, relaxed
 from ..errors import DistPrivError
 from ..formatting import markdown_table
+from ..mechanisms.metadata import CANDIDATES
 from ..models import EmpiricalModel
 from ..report import Figure, Section, md_code, md_escape
 from .public import PublicContext
@@ -55,7 +56,7 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
     pooled = diag.pooled_model.covariance(labs[0])
     out: dict[str, list[float | None]] = {"epsilon": [ctx.epsilon * f for f in factors]}
     names = [c.name for c in ctx.selection.candidates
-             if c.name not in ("dp-laplace", "dp-gauss") and not c.reason.startswith("not evaluated")]
+             if CANDIDATES[c.name].baseline != "dp" and not c.reason.startswith("not evaluated")]
     for nm in names:
         out[nm] = []
     done = {c.name: c for c in ctx.selection.candidates}

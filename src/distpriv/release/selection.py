@@ -461,9 +461,7 @@ def expected_l2(mech: Mechanism) -> float:
             total += float(np.linalg.norm(draws, axis=1).sum())
         _L2_CACHE[key] = total / n_draws
     value = top * _L2_CACHE[key]
-    mech.details["_mc_l2"] = value
-    mech.details["expected_l2_error_method"] = (f"monte-carlo on the normalised noise shape ({n_draws:,} draws, "
-                                                f"seed {_MC_SEED}), scaled")
+    mech.set_l2_estimate(value, f"monte-carlo on the normalised noise shape ({n_draws:,} draws, seed {_MC_SEED}), scaled")
     return value
 
 
@@ -531,13 +529,14 @@ def evaluate_candidate(
     n: int | None = None,
 ) -> Candidate:
     """Calibrate ``name`` for the target (ε, δ), check its assumptions, apply Thm 5.6/5.7 where they fail."""
-    label = _LABELS[name]
+    meta = CANDIDATE_INFO[name]
+    label = meta.label
     dim = model.dim
-    if name in ("dp-laplace", "dp-gauss"):
+    if meta.baseline == "dp":
         return Candidate(name, label, False, "protects single records (group size k = 1 < n), not the property: "
                          "no distribution-privacy guarantee for Ψ", dim)
     opts: dict[str, Any] = {}
-    if name.startswith("groupdp"):
+    if meta.baseline == "groupdp":
         if sensitivities is None or n is None:
             return Candidate(name, label, False, "needs per-record sensitivities and n", dim)
         opts = {"sensitivities": np.asarray(sensitivities, float), "n": int(n)}

@@ -28,7 +28,7 @@ import glob
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -250,10 +250,6 @@ class ReleaseSpec:
             "sep": self.sep,
             "encoding": self.encoding,
         }
-
-    def with_options(self, **changes: Any) -> ReleaseSpec:
-        """A copy with some fields replaced (re-validated)."""
-        return replace(self, **changes)
 
 
 def load_spec_file(path: str | Path) -> dict[str, Any]:
