@@ -24,11 +24,19 @@ Both come together in one diagnosis, :func:`~distpriv.relaxed.diagnose.diagnose`
 
 from __future__ import annotations
 
-from .diagnose import diagnose
+from .diagnose import (
+    Gaps,
+    diagnose,
+    estimate_gaps,
+    half_budget_eta,
+    pooled_covariance,
+    research_eta,
+)
 from .gaps import (
     approx_max_divergence_gap,
     equal_covariance_gap,
     gaussian_w_infinity_gap,
+    histogram_bins,
     max_equal_covariance_gap,
     translation_gap,
 )
@@ -43,6 +51,7 @@ from .theorems import (
 )
 
 __all__ = [
+    "Gaps",
     "BudgetSplit",
     "PrivacyLoss",
     "Theorem57",
@@ -50,8 +59,13 @@ __all__ = [
     "approx_max_divergence_gap",
     "diagnose",
     "equal_covariance_gap",
+    "estimate_gaps",
     "gaussian_w_infinity_gap",
+    "half_budget_eta",
+    "histogram_bins",
     "max_equal_covariance_gap",
+    "pooled_covariance",
+    "research_eta",
     "split_budget_theorem_5_7",
     "theorem_5_6",
     "theorem_5_7",

@@ -19,6 +19,7 @@ from scipy.special import ndtri
 
 from .. import distances
 from .._validation import (
+    RngLike,
     as_rng,
     check_array,
     check_delta,
@@ -30,7 +31,6 @@ from ..errors import InvalidParameterError
 from ..models import normalize_pairs
 
 FloatArray = NDArray[np.float64]
-RngLike = np.random.Generator | int | None
 
 
 # --------------------------------------------------------------------------- estimators
@@ -162,6 +162,15 @@ def _whitener(mu: FloatArray, sigma: FloatArray) -> Callable[[FloatArray], Float
     return whiten
 
 
+#: Most histogram cells :func:`approx_max_divergence_gap` builds (b^m).
+MAX_CELLS = 5_000_000
+
+
+def histogram_bins(n_samples: int, dim: int) -> int:
+    """Default cells per axis of :func:`approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋), about 20 samples per cell."""
+    return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
+
+
 def approx_max_divergence_gap(
     samples: ArrayLike,
     mean: ArrayLike | None,
@@ -191,10 +200,10 @@ def approx_max_divergence_gap(
     e = check_delta(eta, "eta", allow_zero=True)
     n, m = x.shape
     if bins is None:
-        b = max(2, int((n / 20.0) ** (1.0 / m)))
+        b = histogram_bins(n, m)
     else:
         b = check_int(bins, "bins", minimum=2)
-    if b**m > 5_000_000:
+    if b**m > MAX_CELLS:
         raise InvalidParameterError(f"bins: {b}^{m} cells is too many; use fewer bins per axis")
     mu, sigma = _fit(x, mean, cov)
     z = _whitener(mu, sigma)(x)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize_scalar
 
 from .._validation import (
+    RngLike,
     as_rng,
     check_delta,
     check_epsilon,
@@ -31,7 +32,6 @@ from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Guarantee
 
 FloatArray = NDArray[np.float64]
-RngLike = np.random.Generator | int | None
 
 
 # --------------------------------------------------------------------------- Theorem 5.6

@@ -29,12 +29,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from .. import distances, relaxed
-from .._validation import RngLike, as_rng
-from ..errors import (
-    DistPrivError,
-)
+from .. import relaxed
+from .._validation import RngLike
 from ..models import EmpiricalModel, GaussianModel
+from ..relaxed.gaps import histogram_bins
 
 #: Level of each assumption test.
 ALPHA = 0.05
@@ -57,14 +55,8 @@ class TestResult:
 MIN_BINS = 3
 
 
-def eta_for(epsilon: float, delta: float) -> float:
-    """η = δ / (2(1 + e^ε)) of Theorem 5.6, in log space (no overflow for ε up to 1e6 and beyond)."""
-    return 0.5 * delta * math.exp(-float(np.logaddexp(0.0, epsilon)))
-
-
-def histogram_bins(n_samples: int, dim: int) -> int:
-    """Cells per axis used by :func:`distpriv.relaxed.approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋)."""
-    return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
+#: η = δ/(2(1 + e^ε)) of Theorem 5.6 (half of δ pays for the approximation): :func:`distpriv.relaxed.half_budget_eta`.
+eta_for = relaxed.half_budget_eta
 
 
 @dataclass
@@ -210,7 +202,9 @@ def diagnose_assumptions(
 ) -> Diagnostics:
     """Run the three assumption tests and estimate the Theorem 5.6/5.7 gaps (Chen & Ohrimenko Sec. 5.4).
 
-    Gaps use :mod:`distpriv.relaxed`: the translation gap against the reference θ₀
+    The gaps are :func:`distpriv.relaxed.estimate_gaps` — the computation behind
+    :func:`distpriv.relaxed.diagnose` — at the release's η = :func:`eta_for` (ε, δ) = δ/(2(1 + e^ε))
+    and with at least :data:`MIN_BINS` histogram cells: the translation gap against the reference θ₀
     (first label), and the W∞ / η-approximate max-divergence gaps between every
     θ's samples and N(μ̂_θ, Σ̄), Σ̄ the average covariance over the θ in Ψ. Also
     Δ_W = max over Ψ of W∞(f_θi, f_θj) for the Wasserstein mechanism (Thm 4.1), exact on all samples.
@@ -221,36 +215,17 @@ def diagnose_assumptions(
     only lower D^η∞ (it merges cells), so λ would be optimistic and Theorem 5.6 would
     under-correct; λ is then ``inf`` and Theorem 5.6 is not used.
     """
-    g = as_rng(rng)
-    ms = max_samples
-    labs = _labels(pairs)
-    ref = labs[0]
     tests = {
         "translation": _test_translation(model, pairs, alpha),
         "gaussian": _test_gaussian(model, pairs, alpha),
         "equal_covariance": _test_equal_cov(model, pairs, alpha),
     }
-    tw = max(
-        [relaxed.translation_gap(model.samples(lab), model.samples(ref), max_samples=ms, rng=g) for lab in labs[1:]]
-        or [0.0]
-    )
-    # Δ_W is used as is by the Wasserstein mechanism (Thm 4.1 with f_θ = the empirical model): it must be the
-    # model's exact W∞, not that of subsamples (which can be smaller and would under-noise the release)
-    ww = max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in pairs)
-    pooled = sum(model.covariance(lab) for lab in labs) / len(labs)
-    gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
-    gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
-             for lab in labs)
-    eta = eta_for(epsilon, delta)
-    n_min = min(model.samples(lab).shape[0] for lab in labs)
-    if histogram_bins(n_min, model.dim) < MIN_BINS:
-        lam = math.inf
-    else:
-        try:
-            lam = max(relaxed.approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta) for lab in labs)
-        except DistPrivError:  # singular pooled covariance: no density comparison possible
-            lam = math.inf
-    return Diagnostics(tests, float(tw), float(ww), float(gw), float(lam), eta, gauss, ref, alpha)
+    gaps = relaxed.estimate_gaps(model, pairs, eta=eta_for(epsilon, delta), min_bins=MIN_BINS,
+                                 max_samples=max_samples, rng=rng)
+    labs = _labels(pairs)
+    gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: gaps.pooled_covariance for lab in labs})
+    return Diagnostics(tests, gaps.translation_w, gaps.wasserstein_w, gaps.max_gaussian_w, gaps.divergence_lambda,
+                       gaps.eta, gauss, gaps.reference, alpha)
 
 
 __all__ = [
