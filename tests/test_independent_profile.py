@@ -590,8 +590,8 @@ class TestClassicRuleOutsideCalibrate:
 
     def test_record_model_apgm(self) -> None:
         """Sec. 4.2 records: F | g_x = a ~ N(μ_y + (V_xy/V_xx)(a − μ_x), (V_yy − V_xy²/V_xx)/n), same variance for a = 0, 1."""
-        from distpriv.attribute.gaussian import GaussianRecordModel
         from distpriv.attribute.pufferfish import dataset_attribute_privacy
+        from distpriv.attribute.record_model import GaussianRecordModel
 
         n, vxy = 100, 0.6
         model = GaussianRecordModel(["x", "y"], {"x": 0.0, "y": 0.0}, {("x", "x"): 1.0, ("y", "y"): 1.0, ("x", "y"): vxy}, n)
@@ -623,7 +623,7 @@ APGM_MOMENTS = {
 
 
 def audit_apgm() -> Audit:
-    from distpriv.attribute.gaussian import apgm
+    from distpriv.attribute.apgm import apgm
     from distpriv.attribute.pufferfish import dataset_attribute_privacy
 
     fw = dataset_attribute_privacy(["x", "y"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=tuple(APGM_MOMENTS))

@@ -165,7 +165,7 @@ def test_check_noiseless_states_the_exact_profile():
 def test_apgm_blood_pressure_row_states_the_exact_profile():
     """`reproduce zhang-attribute --epsilon 10 --delta 0.01`, blood pressure: no longer claims δ = 0.01."""
     from distpriv.attribute import examples as ex
-    from distpriv.attribute.gaussian import apgm_box
+    from distpriv.attribute.apgm_box import apgm_box
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -178,7 +178,7 @@ def test_apgm_blood_pressure_row_states_the_exact_profile():
 
 def test_apgm_finite_theta_unequal_covariances_vector():
     """Vector F whose conditional covariances differ across secrets: topped up through the exact profile (any m)."""
-    from distpriv.attribute.gaussian import apgm
+    from distpriv.attribute.apgm import apgm
     from distpriv.attribute.pufferfish import dataset_attribute_privacy
 
     fw = dataset_attribute_privacy(["x", "y", "z"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=("t",))

@@ -38,7 +38,7 @@ from distpriv.protocol import CalibratedMechanism, PrivacyMechanism
 central: CalibratedMechanism = mech
 channel: PrivacyMechanism = rr
 tupled: PrivacyMechanism = t
-from distpriv.attribute.gaussian import AttributeGaussianMechanism
+from distpriv.attribute.apgm import AttributeGaussianMechanism
 from distpriv.attribute.markov_quilt import QuiltMechanism
 
 

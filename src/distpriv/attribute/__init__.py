@@ -2,8 +2,9 @@
 
 * :mod:`.pufferfish` — dataset / distributional attribute privacy (Definitions 4–5) as
   Pufferfish (S, Q, Θ), and the conversion to distribution-privacy pairs (Chen & Ohrimenko Thm 3.1).
-* :mod:`.gaussian` — Attribute-Private Gaussian Mechanism (Algorithm 1, Theorems 1–2) and the
-  Gaussian-data instantiation of Section 4.2.
+* :mod:`.apgm` — Attribute-Private Gaussian Mechanism for a finite Θ (Algorithm 1, Theorems 1–2);
+  :mod:`.apgm_box` — the APGM with Θ a box of model parameters; :mod:`.record_model` — the
+  Gaussian-record moment models of Section 4.2 (:mod:`.gaussian` re-exports all three).
 * :mod:`.bayesnet`, :mod:`.markov_quilt` — Bayesian networks over attribute parameters, max-influence
   (Definition 7), Markov quilts and the Attribute-Private Markov Quilt Mechanism (Algorithm 2, Theorems 3–4).
 * :mod:`.examples` — the synthetic hospital (Section 4.2) and school (Example 1) settings.
@@ -11,19 +12,16 @@
 
 from __future__ import annotations
 
-from .bayesnet import Influence, ParameterNetwork, max_influence, random_network
-from .gaussian import (
+from .apgm import (
     AttributeGaussianMechanism,
-    ClassConditionalColumn,
-    GaussianRecordModel,
     apgm,
     apgm_accuracy,
-    apgm_box,
     apgm_noise_variance,
-    exact_delta_box,
     gaussian_pair_delta,
     moments_from_samples,
 )
+from .apgm_box import apgm_box, exact_delta_box
+from .bayesnet import Influence, ParameterNetwork, max_influence, random_network
 from .markov_quilt import (
     ColumnSensitivity,
     MarkovQuilt,
@@ -48,6 +46,7 @@ from .pufferfish import (
     from_distribution_privacy,
     to_distribution_privacy,
 )
+from .record_model import ClassConditionalColumn, GaussianRecordModel
 
 __all__ = [
     "AttributeGaussianMechanism",

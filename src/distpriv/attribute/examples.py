@@ -15,7 +15,7 @@ gender ~ Bernoulli(p), p ∈ (.25, .75). Secrets: the share a of female patients
 Q = {(a, b) : a ∈ (.25, .5), b ∈ (.5, .75)} with a, b multiples of 1/50.
 
 Given the share a, each column average is exactly Gaussian with a mean linear in
-a (:class:`~distpriv.attribute.gaussian.ClassConditionalColumn`):
+a (:class:`~distpriv.attribute.record_model.ClassConditionalColumn`):
 
 * weight: class means k1·μ_c − k2, class variances k1²·s_c² + 15² (s_F = 3, s_O = 8);
 * blood pressure: class means b_O + (b_F − b_O)·1[c = F], variance 10² (b_O cancels in Δ);
@@ -38,7 +38,6 @@ import pandas as pd
 
 from .._validation import RngLike, as_rng, check_int
 from .bayesnet import ParameterNetwork
-from .gaussian import ClassConditionalColumn
 from .pufferfish import (
     Interval,
     Lattice,
@@ -46,6 +45,7 @@ from .pufferfish import (
     dataset_attribute_privacy,
     distributional_attribute_privacy,
 )
+from .record_model import ClassConditionalColumn
 
 # --------------------------------------------------------------------------- hospital
 HOSPITAL_ATTRIBUTES = ("gender", "height", "weight", "blood_pressure", "temperature")

@@ -46,8 +46,9 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int
 from ..attribute import examples as ex
+from ..attribute.apgm import AttributeGaussianMechanism
+from ..attribute.apgm_box import apgm_box, exact_delta_box
 from ..attribute.bayesnet import max_influence
-from ..attribute.gaussian import AttributeGaussianMechanism, apgm_box, exact_delta_box
 from ..attribute.markov_quilt import ColumnSensitivity, apmqm, quilt_for
 from ..attribute.pufferfish import Interval, PufferfishFramework, dataset_attribute_privacy
 from ..calibration import check_calibration, classic_warnings_suppressed

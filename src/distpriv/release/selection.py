@@ -16,14 +16,8 @@ GDP (L, G), k = n      values within the observed column ranges    –
 DP (L, G), k = 1       –                                           rejected: protects records, not Ψ
 =====================  ==========================================  =====================================
 
-Assumption tests (level α = 0.05 each, Bonferroni within a test):
-
-* **translation** — the centred samples of every θ against those of a reference
-  θ₀: two-sample Kolmogorov–Smirnov per component and along the mean-difference
-  direction;
-* **Gaussianity** — D'Agostino–Pearson ``normaltest`` per θ, per component and
-  along the mean-difference direction (marginal checks: necessary conditions);
-* **equal covariances** — Box's M test per pair (χ² approximation).
+Assumption tests (:mod:`.assumptions`; level α = 0.05 each, Bonferroni within a test):
+translation (two-sample KS), Gaussianity (D'Agostino–Pearson), equal covariances (Box's M).
 
 A test that does not reject means "consistent with the assumption at this
 sample size", not a proof; the guarantee lists it as an assumption. When a test
@@ -45,16 +39,15 @@ assumptions, then registry order).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, stats
+from scipy import optimize
 
-from .. import distances, relaxed
+from .. import relaxed
 from .._validation import RngLike, as_rng, check_array
 from ..calibration import classic_warnings_suppressed
 from ..errors import (
@@ -69,6 +62,16 @@ from ..mechanisms import check_noiseless as _check_noiseless
 from ..mechanisms._common import covariance_gap
 from ..mechanisms.metadata import CANDIDATES as CANDIDATE_INFO
 from ..models import EmpiricalModel, GaussianModel
+from .assumptions import (
+    ALPHA,
+    MIN_BINS,
+    Diagnostics,
+    TestResult,
+    box_m_test,
+    diagnose_assumptions,
+    eta_for,
+    histogram_bins,
+)
 
 __all__ = [
     "ALPHA",
@@ -77,13 +80,13 @@ __all__ = [
     "Diagnostics",
     "Selection",
     "TestResult",
+    "box_m_test",
     "diagnose_assumptions",
+    "eta_for",
     "evaluate_candidate",
+    "histogram_bins",
     "select_mechanism",
 ]
-
-#: Level of each assumption test.
-ALPHA = 0.05
 
 #: Which assumptions each candidate relies on ("none" = Thm 5.4, release without noise). The Gaussian-model
 #: candidates need Gaussianity only: their δ is computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of
@@ -94,220 +97,6 @@ CANDIDATES: tuple[str, ...] = tuple(CANDIDATE_INFO)
 _LABELS = {name: m.label for name, m in CANDIDATE_INFO.items()}
 _MC_DRAWS = 50_000
 _MC_SEED = 20240229
-
-
-# --------------------------------------------------------------------------- diagnostics
-@dataclass(frozen=True)
-class TestResult:
-    """One assumption test: smallest Bonferroni-adjusted p-value and whether the assumption stands at level α."""
-
-    name: str
-    p_value: float
-    holds: bool
-    detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"test": self.name, "p_value": self.p_value, "holds": self.holds, "detail": self.detail}
-
-
-#: Fewest histogram cells per axis for which the Theorem 5.6 divergence gap is estimated.
-MIN_BINS = 3
-
-
-def eta_for(epsilon: float, delta: float) -> float:
-    """η = δ / (2(1 + e^ε)) of Theorem 5.6, in log space (no overflow for ε up to 1e6 and beyond)."""
-    return 0.5 * delta * math.exp(-float(np.logaddexp(0.0, epsilon)))
-
-
-def histogram_bins(n_samples: int, dim: int) -> int:
-    """Cells per axis used by :func:`distpriv.relaxed.approx_max_divergence_gap`: max(2, ⌊(N/20)^{1/m}⌋)."""
-    return max(2, int((n_samples / 20.0) ** (1.0 / dim)))
-
-
-@dataclass
-class Diagnostics:
-    """Assumption tests and the gaps Theorems 5.6/5.7 pay for."""
-
-    tests: dict[str, TestResult]
-    translation_w: float  # max_θ W∞(f_θ, f_ref + μ_θ − μ_ref), L1
-    wasserstein_w: float  # max over Ψ of W∞(f_θi, f_θj), L1: Δ_W of the Wasserstein mechanism
-    gaussian_w: float  # max_θ W∞(f_θ, N(μ̂_θ, Σ̄)) estimate, L1
-    divergence_lambda: float  # max_θ D^η_∞ gap to N(μ̂_θ, Σ̄)
-    eta: float
-    pooled_model: GaussianModel  # f̂_θ = N(μ̂_θ, Σ̄)
-    reference: Hashable
-    alpha: float = ALPHA
-
-    def holds(self, assumption: str) -> bool:
-        return self.tests[assumption].holds if assumption in self.tests else True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "tests": {k: v.to_dict() for k, v in self.tests.items()},
-            "translation_gap_W": self.translation_w,
-            "wasserstein_delta_W": self.wasserstein_w,
-            "gaussian_gap_W": self.gaussian_w,
-            "divergence_gap_lambda": self.divergence_lambda,
-            "eta": self.eta,
-            "reference_theta": self.reference,
-        }
-
-
-def _labels(pairs: Sequence[tuple[Hashable, Hashable]]) -> list[Hashable]:
-    return list(dict.fromkeys(v for pr in pairs for v in pr))
-
-
-def _directions(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]]) -> list[NDArray[np.float64]]:
-    out = []
-    for a, b in pairs:
-        d = model.mean(a) - model.mean(b)
-        nd = float(np.linalg.norm(d))
-        if nd > 0:
-            out.append(d / nd)
-    return out
-
-
-def _const(x: NDArray[np.float64]) -> bool:
-    return bool(np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max(initial=0.0))))
-
-
-def _test_translation(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
-    labs = _labels(pairs)
-    ref = model.samples(labs[0]) - model.mean(labs[0])
-    dirs = _directions(model, pairs)
-    pvals: list[float] = []
-    for lab in labs[1:]:
-        x = model.samples(lab) - model.mean(lab)
-        projections = [(x[:, k], ref[:, k]) for k in range(model.dim)] + [(x @ v, ref @ v) for v in dirs]
-        for u, w in projections:
-            if _const(u) and _const(w):
-                pvals.append(1.0)
-            else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    pvals.append(float(stats.ks_2samp(u, w).pvalue))
-    if not pvals:
-        return TestResult("translation", 1.0, True, "single θ")
-    adj = min(1.0, min(pvals) * len(pvals))
-    return TestResult(
-        "translation", adj, adj >= alpha,
-        f"two-sample KS of centred samples against θ₀ = {labs[0]!r} on {len(pvals)} projections, Bonferroni",
-    )
-
-
-def _test_gaussian(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
-    dirs = _directions(model, pairs)
-    pvals: list[float] = []
-    for lab in _labels(pairs):
-        x = model.samples(lab)
-        for u in [x[:, k] for k in range(model.dim)] + [x @ v for v in dirs]:
-            if _const(u):
-                continue  # a point mass is a degenerate Gaussian
-            if u.size < 20:
-                pvals.append(0.0)
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                p = float(stats.normaltest(u).pvalue)
-            pvals.append(p if math.isfinite(p) else 0.0)
-    if not pvals:
-        return TestResult("gaussian", 1.0, True, "every component is constant (degenerate Gaussian)")
-    adj = min(1.0, min(pvals) * len(pvals))
-    return TestResult(
-        "gaussian", adj, adj >= alpha,
-        f"D'Agostino-Pearson normaltest per θ on {len(pvals)} marginals/projections, Bonferroni",
-    )
-
-
-def box_m_test(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
-    """p-value of Box's M test of equal covariances for two samples (χ² approximation).
-
-    Works on the subspace where the pooled covariance is non-singular; directions
-    where both samples are constant are equal (zero) variances and are dropped.
-    """
-    n1, n2 = x.shape[0], y.shape[0]
-    s1 = np.atleast_2d(np.cov(x, rowvar=False))
-    s2 = np.atleast_2d(np.cov(y, rowvar=False))
-    sp = ((n1 - 1) * s1 + (n2 - 1) * s2) / (n1 + n2 - 2)
-    w, v = np.linalg.eigh(sp)
-    keep = w > 1e-10 * max(float(w.max(initial=0.0)), 1e-300)
-    if not keep.any():
-        return 1.0
-    basis = v[:, keep]
-    s1, s2, sp = (basis.T @ s @ basis for s in (s1, s2, sp))
-    m = basis.shape[1]
-    logdets = []
-    for s in (s1, s2, sp):
-        sign, ld = np.linalg.slogdet(s)
-        if sign <= 0:
-            return 0.0  # one sample is degenerate where the other is not
-        logdets.append(ld)
-    big_m = (n1 + n2 - 2) * logdets[2] - (n1 - 1) * logdets[0] - (n2 - 1) * logdets[1]
-    c = (2 * m * m + 3 * m - 1) / (6.0 * (m + 1)) * (1 / (n1 - 1) + 1 / (n2 - 1) - 1 / (n1 + n2 - 2))
-    df = m * (m + 1) / 2.0
-    return float(stats.chi2.sf(big_m * (1 - c), df))
-
-
-def _test_equal_cov(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
-    pvals = [box_m_test(model.samples(a), model.samples(b)) for a, b in pairs]
-    adj = min(1.0, min(pvals) * len(pvals))
-    return TestResult("equal_covariance", adj, adj >= alpha, f"Box's M test on {len(pvals)} pair(s), Bonferroni")
-
-
-def diagnose_assumptions(
-    model: EmpiricalModel,
-    pairs: Sequence[tuple[Hashable, Hashable]],
-    *,
-    epsilon: float,
-    delta: float,
-    alpha: float = ALPHA,
-    max_samples: int = 2000,
-    rng: RngLike = 0,
-) -> Diagnostics:
-    """Run the three assumption tests and estimate the Theorem 5.6/5.7 gaps (Chen & Ohrimenko Sec. 5.4).
-
-    Gaps use :mod:`distpriv.relaxed`: the translation gap against the reference θ₀
-    (first label), and the W∞ / η-approximate max-divergence gaps between every
-    θ's samples and N(μ̂_θ, Σ̄), Σ̄ the average covariance over the θ in Ψ. Also
-    Δ_W = max over Ψ of W∞(f_θi, f_θj) for the Wasserstein mechanism (Thm 4.1), exact on all samples.
-    The gap estimates are computed on at most ``max_samples`` samples per θ (all of them
-    at the default 1,000 samples; a seeded subsample beyond, since bottleneck matching
-    grows quickly with the sample size). The divergence gap λ is only estimated when the
-    whitened histogram has at least :data:`MIN_BINS` cells per axis: a coarser grid can
-    only lower D^η∞ (it merges cells), so λ would be optimistic and Theorem 5.6 would
-    under-correct; λ is then ``inf`` and Theorem 5.6 is not used.
-    """
-    g = as_rng(rng)
-    ms = max_samples
-    labs = _labels(pairs)
-    ref = labs[0]
-    tests = {
-        "translation": _test_translation(model, pairs, alpha),
-        "gaussian": _test_gaussian(model, pairs, alpha),
-        "equal_covariance": _test_equal_cov(model, pairs, alpha),
-    }
-    tw = max(
-        [relaxed.translation_gap(model.samples(lab), model.samples(ref), max_samples=ms, rng=g) for lab in labs[1:]]
-        or [0.0]
-    )
-    # Δ_W is used as is by the Wasserstein mechanism (Thm 4.1 with f_θ = the empirical model): it must be the
-    # model's exact W∞, not that of subsamples (which can be smaller and would under-noise the release)
-    ww = max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in pairs)
-    pooled = sum(model.covariance(lab) for lab in labs) / len(labs)
-    gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})
-    gw = max(relaxed.gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=ms, rng=g)
-             for lab in labs)
-    eta = eta_for(epsilon, delta)
-    n_min = min(model.samples(lab).shape[0] for lab in labs)
-    if histogram_bins(n_min, model.dim) < MIN_BINS:
-        lam = math.inf
-    else:
-        try:
-            lam = max(relaxed.approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta) for lab in labs)
-        except DistPrivError:  # singular pooled covariance: no density comparison possible
-            lam = math.inf
-    return Diagnostics(tests, float(tw), float(ww), float(gw), float(lam), eta, gauss, ref, alpha)
 
 
 # --------------------------------------------------------------------------- candidates

@@ -1,31 +1,26 @@
-"""Attribute-Private Gaussian Mechanism: closed forms vs Monte Carlo, exact privacy, sup over Θ."""
+"""Gaussian record models (distpriv.attribute.record_model): closed forms vs Monte Carlo, sup over Θ, Algorithm 1."""
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import stats
 
 from distpriv.attribute import (
     ClassConditionalColumn,
     GaussianRecordModel,
     Interval,
     apgm,
-    apgm_accuracy,
-    apgm_box,
     apgm_noise_variance,
     box_extremum,
     dataset_attribute_privacy,
     distributional_attribute_privacy,
-    gaussian_pair_delta,
-    moments_from_samples,
 )
 from distpriv.attribute import examples as ex
-from distpriv.calibration import classic_c, gaussian_delta, gaussian_max_distance
-from distpriv.errors import ClassicCalibrationWarning, InvalidParameterError, UnknownLabelError
+from distpriv.calibration import gaussian_delta
+from distpriv.errors import InvalidParameterError, UnknownLabelError
 
 MU = {"x": 1.0, "y": -2.0, "z": 0.5}
 COV = {("x", "x"): 2.0, ("y", "y"): 3.0, ("z", "z"): 1.5, ("x", "y"): 1.2, ("x", "z"): -0.4, ("y", "z"): 0.3}
@@ -152,103 +147,6 @@ def test_apgm_privacy_by_exact_profile() -> None:
             assert corner <= 1e-4
 
 
-def test_classic_rule_is_the_papers_formula() -> None:
-    delta, eps, sens, v = 1e-3, 0.5, 6.125, 4.5
-    assert apgm_noise_variance(sens, v, eps, delta, "classic") == pytest.approx((classic_c(delta) * sens / eps) ** 2 - v)
-    assert apgm_noise_variance(0.075, 0.08, 1.0, delta, "exact") == 0.0  # exact at ε = 1: no noise
-    with pytest.warns(ClassicCalibrationWarning):
-        apgm_noise_variance(1.0, 0.0, 1.0, delta, "classic")
-    d_star = gaussian_max_distance(eps, delta)
-    assert apgm_noise_variance(sens, v, eps, delta, "exact") == pytest.approx((sens / d_star) ** 2 - v)
-
-
-def test_accuracy_theorem2_empirical() -> None:
-    s2, beta = 4.0, 0.1
-    alpha = apgm_accuracy(s2, beta)
-    assert alpha == pytest.approx(2.0 * stats.norm.ppf(0.95))
-    z = np.random.default_rng(4).normal(0, 2.0, 200_000)
-    assert np.mean(np.abs(z) > alpha) == pytest.approx(beta, abs=5 * math.sqrt(beta * (1 - beta) / z.size))
-
-
-@pytest.mark.parametrize("m1, v1, m2, v2, eps", [(0.0, 1.0, 1.0, 2.0, 0.5), (0.0, 3.0, 0.5, 1.0, 1.0),
-                                                 (1.0, 1.0, 0.0, 1.0, 0.7), (0.0, 1.0, 0.0, 4.0, 0.2)])
-def test_gaussian_pair_delta_vs_quadrature(m1: float, v1: float, m2: float, v2: float, eps: float) -> None:
-    def integrand(x: float) -> float:
-        return max(0.0, stats.norm.pdf(x, m1, math.sqrt(v1)) - math.exp(eps) * stats.norm.pdf(x, m2, math.sqrt(v2)))
-
-    ref = integrate.quad(integrand, -40, 40, limit=400, points=[m1, m2])[0]
-    assert gaussian_pair_delta(m1, v1, m2, v2, eps) == pytest.approx(ref, abs=1e-9)
-
-
-def test_equal_variance_pair_delta_is_the_analytic_profile() -> None:
-    assert gaussian_pair_delta(0.0, 2.0, 1.5, 2.0, 0.8) == pytest.approx(float(gaussian_delta(1.5 / math.sqrt(2), 0.8)))
-
-
-def test_hospital_box_apgm_and_exact_heteroscedastic_guarantee() -> None:
-    fw = ex.hospital_framework(50)
-    models = ex.hospital_models(50)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
-        bp = apgm_box(fw, {"gender": models["blood_pressure"]}, ex.HOSPITAL_THETA["blood_pressure"],
-                      epsilon=1.0, delta=1e-3, calibration="classic")
-    info = bp.details["attributes"]["gender"]
-    assert info["sensitivity"] == pytest.approx(10 * 0.48) and info["sensitivity_attained"]
-    assert info["min_conditional_variance"] == pytest.approx(100 / 50)
-    assert bp.noise_variance == pytest.approx((classic_c(1e-3) * 4.8) ** 2 - 2.0)
-    w = apgm_box(fw, {"gender": models["weight"]}, ex.HOSPITAL_THETA["weight"], epsilon=1.0, delta=1e-3)
-    wi = w.details["attributes"]["gender"]
-    assert wi["sensitivity"] == pytest.approx(3.5 * 7 * 0.48) and not wi["sensitivity_attained"]
-    assert wi["min_conditional_variance"] == pytest.approx((9 * (0.74 * 9 + 0.26 * 64) + 225) / 50)
-    assert w.details["sigma2"] > w.details["sigma2_algorithm1"]  # unequal variances: exact top-up
-    # independent check at random interior θ and all lattice secret pairs
-    rng = np.random.default_rng(5)
-    s2 = w.noise_variance
-    worst = 0.0
-    for _ in range(40):
-        th = {"k1": rng.uniform(3, 3.5), "k2": rng.uniform(80, 90), "mu_F": rng.uniform(64, 66),
-              "mu_O": rng.uniform(69, 71), "sd_height_F": 3.0, "sd_height_O": 8.0, "sd_weight": 15.0}
-        for a in np.arange(13, 25) / 50:
-            for b in (0.52, 0.6, 0.74):
-                mdl = models["weight"]
-                d = gaussian_pair_delta(mdl.mean(th, a), mdl.variance(th, a) + s2, mdl.mean(th, b), mdl.variance(th, b) + s2, 1.0)
-                worst = max(worst, d)
-    assert worst <= 1e-3
-
-
-def test_vector_apgm_via_eigm() -> None:
-    fw = dataset_attribute_privacy(["x", "y", "z"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=("t",))
-    m = _model(20)
-
-    def mom(theta: str, attr: str, a: float):  # noqa: ANN202
-        return m.conditional_moments(MU, COV, attr, ["y", "z"], a)
-
-    mech = apgm(fw, mom, epsilon=1.0, delta=1e-3)
-    dm = mech.details["d_max"]
-    ma, va = mom("t", "x", 0.0)
-    mb, _ = mom("t", "x", 1.0)
-    diff = ma - mb
-    total = va + mech.noise_covariance
-    assert float(np.sqrt(diff @ np.linalg.solve(total, diff))) <= dm * (1 + 1e-9)
-    assert np.linalg.eigvalsh(total)[0] >= (np.linalg.norm(diff) / dm) ** 2 * (1 - 1e-9)
-    assert mech.accuracy(0.05) > 0
-    vec = m.apgm(fw, ["y", "z"], epsilon=1.0, delta=1e-3)
-    assert vec.dim == 2 and np.allclose(vec.noise_covariance, vec.noise_variance * np.eye(2))
-
-
-def test_apgm_from_samples_matches_analytic() -> None:
-    fw = dataset_attribute_privacy(["x", "y"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=("t",))
-    m = GaussianRecordModel(["x", "y"], {"x": 0.0, "y": 0.0}, {("x", "x"): 1.0, ("y", "y"): 1.0, ("x", "y"): 0.6}, 10)
-    rng = np.random.default_rng(6)
-    samples = {}
-    for a in (0.0, 1.0):
-        mu, var = m.conditional_moments({"x": 0.0, "y": 0.0}, {("x", "x"): 1.0, ("y", "y"): 1.0, ("x", "y"): 0.6}, "x", ["y"], a)
-        samples[("t", "x", a)] = rng.normal(mu[0], math.sqrt(var[0, 0]), 40000)
-    mech = apgm(fw, moments_from_samples(samples), epsilon=1.0, delta=1e-3, from_samples=True)
-    exact = m.apgm(fw, "y", epsilon=1.0, delta=1e-3)
-    assert mech.noise_variance == pytest.approx(exact.noise_variance, rel=0.05)
-    assert any("estimated from samples" in s for s in mech.guarantee.assumptions)
-
-
 def test_bad_inputs() -> None:
     with pytest.raises(InvalidParameterError, match="missing variance"):
         GaussianRecordModel(["x", "y"], {"x": 0, "y": 0}, {("x", "x"): 1.0}, 5)
@@ -275,30 +173,6 @@ def test_class_conditional_column_is_linear() -> None:
     col = ClassConditionalColumn(lambda t: (t["m1"], t["m0"]), lambda t: (1.0, 4.0), 10)
     th = {"m1": 3.0, "m0": 1.0}
     assert col.mean(th, 0.25) == pytest.approx(1.5) and col.variance(th, 0.25) == pytest.approx(3.25 / 10)
-
-
-def test_finite_apgm_unequal_variances_meets_exact_delta() -> None:
-    """Var(F | a) ≠ Var(F | b): Algorithm 1's σ² alone gives δ ≈ 0.03 > 1e-5; the claim must hold exactly."""
-    fw = dataset_attribute_privacy(["x", "y"], [(("x", (0.0,)), ("x", (1.0,)))], thetas=("t",))
-    mom = {("t", "x", 0.0): ([0.0], [[0.05]]), ("t", "x", 1.0): ([0.3], [[2.0]])}
-    mech = apgm(fw, mom, epsilon=0.5, delta=1e-5)
-    s2 = mech.noise_variance
-    d = max(gaussian_pair_delta(0.0, 0.05 + s2, 0.3, 2.0 + s2, 0.5), gaussian_pair_delta(0.3, 2.0 + s2, 0.0, 0.05 + s2, 0.5))
-    assert d <= 1e-5 * (1 + 1e-6)
-
-
-def test_box_apgm_classic_unequal_variances_meets_exact_delta() -> None:
-    col = ClassConditionalColumn(lambda t: (t["m1"], 0.0), lambda t: (0.01, 4.0), 1)
-    fw = dataset_attribute_privacy(["g", "y"], [(("g", (0.0,)), ("g", (1.0,)))])
-    box = {"m1": Interval.closed(0.0, 0.2)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClassicCalibrationWarning)
-        mech = apgm_box(fw, {"g": col}, box, epsilon=0.5, delta=1e-5, calibration="classic")
-    s2 = mech.noise_variance
-    worst = max(max(gaussian_pair_delta(m1 * a, col.variance({}, a) + s2, m1 * b, col.variance({}, b) + s2, 0.5)
-                    for a, b in ((0.0, 1.0), (1.0, 0.0)))
-                for m1 in np.linspace(0.0, 0.2, 21))
-    assert worst <= 1e-5 * (1 + 1e-6)
 
 
 def test_vector_record_model_sup_on_psd_boundary() -> None:
