@@ -92,7 +92,7 @@ def test_table3_mean_error_within_sampling_error_of_expectation(t3):
 
 def test_table3_is_deterministic_and_ignores_paper_values(adult_ok, monkeypatch):
     a = co.table3(reps=3, model_samples=300, epsilons=(1.0,))
-    monkeypatch.setattr(co, "PAPER_TABLE3", {k: 0.0 for k in co.PAPER_TABLE3})
+    monkeypatch.setattr(co.tables, "PAPER_TABLE3", {k: 0.0 for k in co.PAPER_TABLE3})
     b = co.table3(reps=3, model_samples=300, epsilons=(1.0,))
     assert [r["l2_error"] for r in a["rows"]] == [r["l2_error"] for r in b["rows"]]
     assert all(r["paper"] == 0.0 for r in b["rows"])
@@ -232,8 +232,8 @@ def test_mark_zeros_draws_one_triangle_per_zero():
 
     fig, ax = plt.subplots()
     try:
-        assert not co._mark_zeros(ax, [1, 2, 3], [1.0, 0.5, 0.2], "k", True)
-        assert co._mark_zeros(ax, [1, 2, 3], [1.0, 0.0, 0.0], "k", True)
+        assert not co.render._mark_zeros(ax, [1, 2, 3], [1.0, 0.5, 0.2], "k", True)
+        assert co.render._mark_zeros(ax, [1, 2, 3], [1.0, 0.0, 0.0], "k", True)
         (line,) = ax.get_lines()
         assert list(line.get_xdata()) == [2.0, 3.0] and line.get_marker() == "v"
     finally:
@@ -339,8 +339,8 @@ def test_reference_data_is_complete():
 def test_context_cache_is_bounded(adult_ok):
     ctx = co.get_context(0, model_samples=300)
     assert co.get_context(0, model_samples=300) is ctx  # cached
-    assert co._build_context.cache_info().maxsize == co.CONTEXT_CACHE_SIZE
+    assert co.context._build_context.cache_info().maxsize == co.CONTEXT_CACHE_SIZE
     for seed in range(1, co.CONTEXT_CACHE_SIZE + 1):  # evicts the least recently used context
         co.get_context(seed, model_samples=300)
-    assert co._build_context.cache_info().currsize == co.CONTEXT_CACHE_SIZE
+    assert co.context._build_context.cache_info().currsize == co.CONTEXT_CACHE_SIZE
     assert co.get_context(0, model_samples=300) is not ctx
