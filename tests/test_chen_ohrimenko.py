@@ -344,3 +344,15 @@ def test_context_cache_is_bounded(adult_ok):
         co.get_context(seed, model_samples=300)
     assert co.context._build_context.cache_info().currsize == co.CONTEXT_CACHE_SIZE
     assert co.get_context(0, model_samples=300) is not ctx
+
+
+def test_mechanism_rows_come_from_the_metadata():
+    """The baseline rows are read from distpriv.mechanisms.metadata, in the paper's order."""
+    from distpriv.experiments.chen_ohrimenko import settings
+
+    assert [n for n, _ in co.TABLE3_MECHANISMS] == ["expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum",
+                                                   "groupdp-laplace", "groupdp-gauss"]
+    assert [n for n, _ in co.GAUSSIAN_EVM] == ["expm-gauss", "eigm", "daum"]
+    assert settings.GROUP_DP == ("groupdp-laplace", "groupdp-gauss")
+    assert settings.PLAIN_DP == ("dp-laplace", "dp-gauss")
+    assert [lab for _, lab in co.DP_MECHANISMS] == ["DP (L)", "DP (G)"]

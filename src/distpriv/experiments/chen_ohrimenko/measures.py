@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ...errors import ClassicCalibrationWarning
 from ...models import pair_stats
 from .context import Context
-from .settings import _LAPLACE, _rng
+from .settings import _LAPLACE, GROUP_DP, PLAIN_DP, _rng
 
 
 def _mechanism(
@@ -28,9 +28,9 @@ def _mechanism(
     from ...mechanisms import calibrate
 
     opts: dict[str, Any] = {}
-    if name.startswith("groupdp"):
+    if name in GROUP_DP:
         opts = {"sensitivities": ctx.sensitivities, "group_size": ctx.n, "n": ctx.n}
-    elif name.startswith("dp-"):
+    elif name in PLAIN_DP:
         opts = {"sensitivities": ctx.sensitivities, "group_size": 1}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -18,7 +18,7 @@ from ..._validation import check_choice, check_int
 from ...calibration import CALIBRATIONS
 from ...formatting import check_flag
 from ...mechanisms import LABELS
-from ...mechanisms.metadata import names_where
+from ...mechanisms.metadata import METADATA, names_where
 
 STUDY = "chen-ohrimenko"
 N_RECORDS = 100
@@ -42,14 +42,21 @@ def _rows(*names: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, LABELS[name]) for name in names)
 
 
-#: Table 3 rows (registry name, paper label), in the paper's order.
-TABLE3_MECHANISMS = _rows("expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum", "groupdp-laplace", "groupdp-gauss")
-#: The five variants of the Expected Value Mechanism (Table 2; Figure 2).
-EVM_MECHANISMS = TABLE3_MECHANISMS[:5]
+#: The DP / group-DP baselines: the mechanisms that need no Ψ (``MechanismInfo.needs_pairs``), registry order.
+BASELINES = names_where(needs_pairs=False)
+#: Group DP with k = n (Zhang et al.'s baseline): the baselines whose guarantee assumes bounded records.
+GROUP_DP = tuple(name for name in BASELINES if "bounded" in METADATA[name].assumptions)
+#: Record-level DP (k = 1): the other baselines.
+PLAIN_DP = tuple(name for name in BASELINES if name not in GROUP_DP)
+
+#: The five variants of the Expected Value Mechanism (Table 2; Figure 2), in the paper's order.
+EVM_MECHANISMS = _rows("expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum")
 #: Gaussian variants attacked in Table 4 and Figure 4(b, c).
-GAUSSIAN_EVM = _rows("expm-gauss", "eigm", "daum")
-GDP_MECHANISMS = TABLE3_MECHANISMS[5:]
-DP_MECHANISMS = _rows("dp-laplace", "dp-gauss")
+GAUSSIAN_EVM = tuple(row for row in EVM_MECHANISMS if METADATA[row[0]].noise == "gaussian")
+GDP_MECHANISMS = _rows(*GROUP_DP)
+DP_MECHANISMS = _rows(*PLAIN_DP)
+#: Table 3 rows (registry name, paper label), in the paper's order: the EVM variants, then group DP.
+TABLE3_MECHANISMS = EVM_MECHANISMS + GDP_MECHANISMS
 #: Mechanisms calibrated without δ (a pure ε claim).
 _LAPLACE = frozenset(names_where(needs_delta=False))
 
