@@ -33,6 +33,7 @@ class Context:
     sensitivities: NDArray[np.float64]
     _property_models: dict[tuple[str, str], Any] = field(default_factory=dict)
     _gaussians: dict[tuple[str, float, float], Any] = field(default_factory=dict)
+    _empiricals: dict[tuple[str, float, float], Any] = field(default_factory=dict)
     _attack_splits: list[Any] = field(default_factory=list)
 
     def property_model(self, prop: str, part: str = "model") -> Any:
@@ -42,13 +43,20 @@ class Context:
             self._property_models[key] = _property_model(getattr(self.split, part), prop, self.query, self.n)
         return self._property_models[key]
 
+    def empirical(self, prop: str, p1: float, p2: float) -> Any:
+        """The empirical f_θ: ``model_samples`` datasets per θ ∈ {p1, p2} from the modelling records (appendix C.1)."""
+        key = (prop, p1, p2)
+        if key not in self._empiricals:
+            pm = self.property_model(prop)
+            self._empiricals[key] = pm.empirical_model(
+                [p1, p2], size=self.model_samples, rng=_rng(self.seed, "gaussian", prop, p1, p2))
+        return self._empiricals[key]
+
     def gaussian(self, prop: str, p1: float, p2: float) -> Any:
-        """N(μ_θ, Σ_θ) fitted to ``model_samples`` datasets per θ ∈ {p1, p2} (appendix C.1)."""
+        """N(μ_θ, Σ_θ) fitted to :meth:`empirical` (``model_samples`` datasets per θ; appendix C.1)."""
         key = (prop, p1, p2)
         if key not in self._gaussians:
-            pm = self.property_model(prop)
-            emp = pm.empirical_model([p1, p2], size=self.model_samples, rng=_rng(self.seed, "gaussian", prop, p1, p2))
-            self._gaussians[key] = emp.to_gaussian()
+            self._gaussians[key] = self.empirical(prop, p1, p2).to_gaussian()
         return self._gaussians[key]
 
     def attack_splits(self, reps: int) -> list[Any]:

@@ -16,7 +16,7 @@ from .context import Context
 from .settings import _LAPLACE, GROUP_DP, PLAIN_DP, _rng
 
 
-def _mechanism(
+def calibrate_row(
     ctx: Context, name: str, gaussian: Any, pair: tuple[float, float], epsilon: float, delta: float,
     calibration: str, sink: set[str], paper_settings: bool = False,
 ) -> Any:

@@ -18,7 +18,7 @@ from ...calibration import CALIBRATIONS
 from ...formatting import progress
 from ...models import pair_stats
 from .context import Context, get_context
-from .measures import _ci, _l2_samples, _mechanism
+from .measures import _ci, _l2_samples, calibrate_row
 from .settings import (
     _LAPLACE,
     DELTA,
@@ -79,7 +79,7 @@ def table3(
     with progress("Table 3: L2 error", len(TABLE3_MECHANISMS) * len(epsilons), enabled=show_progress) as advance:
         for name, label in TABLE3_MECHANISMS:
             for eps in epsilons:
-                mechs = {cal: _mechanism(ctx, name, gm, pair, eps, delta, cal, notes, paper_settings)
+                mechs = {cal: calibrate_row(ctx, name, gm, pair, eps, delta, cal, notes, paper_settings)
                          for cal in CALIBRATIONS}
                 samples = _l2_samples(ctx, prop, pair, list(mechs.values()), reps, ("t3", name, eps))
                 errs = {cal: float(e.mean()) for cal, e in zip(CALIBRATIONS, samples, strict=True)}
@@ -168,8 +168,8 @@ def _daum_sensitivity_notes(
     sink: set[str] = set()
     covered = []
     for eps in epsilons:
-        need = float(_mechanism(ctx, "expm-gauss", gm, pair, eps, delta, calibration, sink).noise_covariance[0, 0])
-        dau = float(np.trace(_mechanism(ctx, "daum", gm, pair, eps, delta, calibration, sink).noise_covariance))
+        need = float(calibrate_row(ctx, "expm-gauss", gm, pair, eps, delta, calibration, sink).noise_covariance[0, 0])
+        dau = float(np.trace(calibrate_row(ctx, "daum", gm, pair, eps, delta, calibration, sink).noise_covariance))
         covered.append(1.0 - dau / need if need > 0 else 1.0)
     cv = math.sqrt(math.pi / 2 - 1)
     return [
@@ -263,7 +263,7 @@ def table4(
         for name, label in GAUSSIAN_EVM:
             for eps in epsilons:
                 for dl in deltas:
-                    mechs = {cal: _mechanism(ctx, name, gm, pair, eps, dl, cal, notes) for cal in CALIBRATIONS}
+                    mechs = {cal: calibrate_row(ctx, name, gm, pair, eps, dl, cal, notes) for cal in CALIBRATIONS}
                     res = _attack_row(attack, data, gm, mechs, calibration, ctx.seed, (name, eps, dl))
                     paper = PAPER_TABLE4.get((label, float(eps), float(dl)))
                     rows.append({
