@@ -56,3 +56,16 @@ def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
         mp.delenv("DISTPRIV_DATA", raising=False)
         return split_adult(load_adult(cache=False, download=False), rng=0).model
+
+
+@pytest.fixture(scope="session")
+def adult_ok():  # noqa: ANN201
+    """The Chen & Ohrimenko data context (seed 0, 300 model samples) can be built, else skip."""
+    from distpriv.errors import DataUnavailableError
+    from distpriv.experiments import chen_ohrimenko as co
+
+    try:
+        co.get_context(0, model_samples=300)
+    except DataUnavailableError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"Adult data unavailable: {exc}")
+    return True

@@ -1,7 +1,9 @@
 """The Adult workflow behind ``distpriv demo`` (Chen & Ohrimenko Section 6, end to end).
 
 1. Load UCI Adult (45,222 clean records) and split it as the paper does:
-   10,000 auxiliary records (attacker), 10,000 test records, the rest for modelling.
+   10,000 auxiliary records (attacker), 10,000 test records, the rest for modelling
+   — the data context of the reproduction (:mod:`distpriv.experiments.chen_ohrimenko.context`),
+   so both run one pipeline and share its fitted models at the same seed.
 2. Property model: datasets of n = 100 records whose share of income > 50K is p;
    θ ∈ {p1, p2} = {0.45, 0.55} (Δp = 0.1), f_θ estimated from 1,000 sampled
    datasets per θ (appendix C.1) for Table 1's five statistics.
@@ -15,19 +17,15 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import attacks
-from ._validation import as_rng
 from .calibration import classic_warnings_suppressed
-from .datasets import load_adult, split_adult
-from .mechanisms import LABELS, Mechanism, calibrate
-from .mechanisms.metadata import METADATA
-from .property import PropertyModel
-from .queries import ADULT_QUERY
+from .mechanisms import LABELS, Mechanism
 
 WORKFLOW_MECHANISMS = (
     "expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum", "wasserstein", "groupdp-laplace", "groupdp-gauss",
@@ -48,32 +46,37 @@ def adult_workflow(
     out: Path | None = None,
     progress_bar: bool = True,
 ) -> dict[str, Any]:
-    """Run the whole Adult workflow; returns a JSON-friendly dict (and writes a report to ``out``)."""
+    """Run the whole Adult workflow; returns a JSON-friendly dict (and writes a report to ``out``).
+
+    The data pipeline is that of the Chen & Ohrimenko reproduction
+    (:func:`distpriv.experiments.chen_ohrimenko.get_context`): the same seeded
+    split, property models, empirical f_θ and record sensitivities, so at the
+    same seed the demo and ``distpriv reproduce chen-ohrimenko`` share one
+    fitted model. Mechanisms are calibrated on the empirical f_θ by
+    :func:`~distpriv.experiments.chen_ohrimenko.measures.calibrate_row`.
+    """
+    from .experiments.chen_ohrimenko import get_context
+    from .experiments.chen_ohrimenko.measures import calibrate_row
+    from .experiments.chen_ohrimenko.settings import _rng
     from .formatting import progress
 
-    rng = as_rng(seed)
-    df = load_adult()
-    split = split_adult(df, rng)
-    pred = "income=>50K"
-    model_pm = PropertyModel(split.model, pred, ADULT_QUERY, n)
-    aux_pm = PropertyModel(split.aux, pred, ADULT_QUERY, n)
-    test_pm = PropertyModel(split.test, pred, ADULT_QUERY, n)
-    emp = model_pm.empirical_model([p1, p2], size=samples_per_theta, rng=rng)
-    pairs = [(p1, p2)]
-    sens = ADULT_QUERY.record_sensitivities(df, n)
-    x_true = model_pm.sample_query(p1, 1, rng)[0]
+    ctx = get_context(seed, n=n, model_samples=samples_per_theta)
+    prop = "income"
+    rng = _rng(ctx.seed, "demo", p1, p2)
+    emp = ctx.empirical(prop, p1, p2)
+    x_true = ctx.property_model(prop).sample_query(p1, 1, rng)[0]
 
     mechs: dict[str, Mechanism] = {}
+    notes: set[str] = set()
     with classic_warnings_suppressed():
         for name in WORKFLOW_MECHANISMS:
-            opts: dict[str, Any] = {}
-            if name.startswith("groupdp"):
-                opts = {"sensitivities": sens, "n": n}
-            mechs[name] = calibrate(name, emp, pairs, epsilon=epsilon, delta=delta if METADATA[name].needs_delta else None,
-                                    calibration=calibration, **opts)
+            mechs[name] = calibrate_row(ctx, name, emp, (p1, p2), epsilon, delta, calibration, notes)
+    for note in sorted(notes):
+        if not note.startswith("ClassicCalibrationWarning"):
+            warnings.warn(note, stacklevel=2)
 
-    data = attacks.sample_attack_data((aux_pm.sample_query, test_pm.sample_query), p1, p2, reps=reps, rng=rng)
-    gauss = emp.to_gaussian()
+    data = ctx.attack_data(prop, p1, p2, reps, n_shadow=200, n_test=200, fresh_splits=False)
+    gauss = ctx.gaussian(prop, p1, p2)
     rows: list[dict[str, Any]] = []
     defences: list[tuple[str, Mechanism | None]] = [("None", None), *[(k, v) for k, v in mechs.items()]]
     with progress("attacking", len(defences), enabled=progress_bar) as advance:
@@ -99,7 +102,7 @@ def adult_workflow(
     result = {
         "setting": {"n": n, "p1": p1, "p2": p2, "epsilon": epsilon, "delta": delta, "calibration": calibration,
                     "reps": reps, "samples_per_theta": samples_per_theta, "seed": seed,
-                    "records": int(len(df)), "statistics": list(ADULT_QUERY.names)},
+                    "records": int(len(ctx.population)), "statistics": list(ctx.query.names)},
         "rows": rows,
     }
     if out is not None:

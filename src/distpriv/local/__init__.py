@@ -11,8 +11,9 @@ exactly here. See:
   :func:`planar_gaussian`, :func:`restricted_laplace`;
 * accounting :func:`distp_epsilon`, :func:`distp_delta`,
   :func:`distp_divergence`, :func:`xdistp_epsilon`, :func:`distp_epsilon_pairs`;
-* the tupling mechanism :class:`Tupling` (Algorithm 1) with exact ε(δ), δ(ε)
-  and KL by convolution, Theorem 3/7 bounds and the expected quality loss;
+* the tupling mechanism :class:`Tupling` (Algorithm 1; law, sampler, expected quality
+  loss) and its accountant :class:`TuplingAccountant` (exact ε(δ), δ(ε) and KL by
+  convolution, Theorem 3/7 bounds), to which Tupling's accounting methods delegate;
 * the Bayes attacker :class:`BayesAttacker` / :func:`attack_success_rate`;
 * coupling mechanisms :class:`CouplingMechanism` (divergence paper Section VI);
 * regions for the location experiments :func:`build_regions`.
@@ -47,6 +48,7 @@ from .point import (
 )
 from .regions import Regions, build_regions
 from .tupling import EpsilonResult, Theorem3Bound, Tupling
+from .tupling_accounting import TuplingAccountant
 
 __all__ = [
     "BayesAttacker",
@@ -57,6 +59,7 @@ __all__ = [
     "Regions",
     "Theorem3Bound",
     "Tupling",
+    "TuplingAccountant",
     "attack_success_rate",
     "build_regions",
     "check_stochastic_matrix",

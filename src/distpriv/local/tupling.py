@@ -8,144 +8,30 @@ i.i.d., insert ``s`` at a uniformly random position and release the
     Q#(λ)[ȳ] = 1/(k+1) Σ_i A#(λ)[y_i] Π_{j≠i} ν[y_j]
              = 1/(k+1) Π_j ν[y_j] · Σ_i w_λ(y_i),     w_λ(y) = A#(λ)[y] / ν[y].
 
-Exact accounting (the library's addition to the paper). Write
-``a_b = A#(λ_b)``. For γ = e^ε the hockey-stick divergence is
-
-    δ(ε) = Σ_ȳ (Q#(λ0)[ȳ] − γ Q#(λ1)[ȳ])^+ = 1/(k+1) · E[(Σ_{i=1}^{k+1} Z_i)^+],
-
-with ``Z_i = (a_0 − γ a_1)(y_i)/ν(y_i)`` and ``y_i ~ ν`` i.i.d. (for the
-uniform ν of Theorem 3, ``Z = |Y| (a_0 − γ a_1)(y)`` with ``y`` uniform). So δ(ε)
-is an expectation over a sum of k+1 i.i.d. terms: the law of one term is put
-on a grid of width h by splitting each atom between its two neighbouring grid
-points so as to preserve its mean, and the (k+1)-fold convolution is done by
-FFT. Since ``s ↦ s^+`` is convex and the split is a mean-preserving spread,
-the grid value is a rigorous **upper** bound; the same spread moves the sum by
-at most ``(k+1)h``, which gives the rigorous **lower** bound
-``upper − (k+1) h · P(|S'| < 2(k+1)h)`` — an O(h²) gap. The least ε for a δ is
-found by bisection on these certified bounds, refining the grid only near the
-answer. For δ = 0 the value is closed-form: ``max_y ln(a_0[y]/a_1[y])`` (the
-ratio of two sums is at most the largest term ratio, Proposition 12).
-
-The KL divergence of the tuple distributions decomposes likewise
-(``ln Σ`` over one slot and an independent sum over the other k):
-
-    D_KL(Q#λ0 ‖ Q#λ1) = Σ_y a_0[y] (E ln(w_0(y) + U') − E ln(w_1(y) + V')),
-
-``U' = Σ_{i=1}^k w_0(y_i)``, ``V' = Σ_{i=1}^k w_1(y_i)``; the same
-mean-preserving grid gives a lower bound on each ``E ln`` (Jensen) and a
-second-order upper bound.
-
-Theorem 3 / Theorem 7 bounds and membership in ``Λ_{β,η,A}`` are provided for
-comparison (:meth:`Tupling.theorem3`, :meth:`Tupling.theorem7`). They follow the
-proof of Proposition 13 rather than the statement: η is the ``A#(λ)``-mass of the
-outputs above β (the real output is drawn from ``A#(λ)``), and Hoeffding's range
-for the dummy terms is ``max(β, max_y A#(λ)[y])``. They come with
-seeded Monte Carlo estimates for arbitrary ν, the exact expected quality loss
-(Definition 11) and a sampler.
+This module holds the mechanism: construction, the output law, the sampler
+and the exact expected quality loss (Definition 11). Its accountant — exact
+δ(ε), ε(δ) and KL by convolution, Theorem 3 / 7 bounds, Monte Carlo estimates
+and the :class:`~distpriv.guarantees.Guarantee` — is
+:class:`~distpriv.local.tupling_accounting.TuplingAccountant`, to which the
+accounting methods of :class:`Tupling` delegate.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import fft as sfft
-from scipy import optimize
 
-from .. import divergences as dv
-from .._validation import (
-    RngLike,
-    as_rng,
-    check_array,
-    check_choice,
-    check_delta,
-    check_int,
-    check_real,
-)
-from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Calibration, Guarantee
+from .._validation import RngLike, as_rng, check_array, check_int
+from ..errors import InvalidParameterError
+from ..guarantees import Guarantee
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
+from .tupling_accounting import EpsilonResult, Theorem3Bound, TuplingAccountant
 
 __all__ = ["EpsilonResult", "Theorem3Bound", "Tupling"]
-
-_EPS_MACHINE = float(np.finfo(float).eps)
-
-
-@dataclass(frozen=True)
-class EpsilonResult:
-    """Certified bracket of the exact ε: the true least ε lies in ``[lower, upper]``."""
-
-    lower: float
-    upper: float
-    delta: float
-    bins: int
-
-    @property
-    def epsilon(self) -> float:
-        """The sound value (an upper bound on the exact ε within the tolerance)."""
-        return self.upper
-
-
-@dataclass(frozen=True)
-class Theorem3Bound:
-    """Parameters and value of the Theorem 3 bound (ε_α, δ_α) for ``Λ_{β,η,A}``.
-
-    ``eta`` is the ``A#(λ)``-mass above β (max over the pair), ``hoeffding_range``
-    the bound r on the dummy terms used in ``δ_α = 2 exp(−2α²/(k r²)) + η``
-    (see :meth:`Tupling.theorem3`).
-    """
-
-    epsilon: float
-    delta: float
-    alpha: float
-    beta: float
-    eta: float
-    hoeffding_range: float = math.nan
-
-
-def _sum_pmf(pmf: NDArray[np.float64], terms: int) -> tuple[NDArray[np.float64], float]:
-    """``terms``-fold self-convolution of a pmf by FFT; returns (pmf, noise floor)."""
-    n = pmf.size
-    out_len = terms * (n - 1) + 1
-    size = sfft.next_fast_len(out_len, real=True)
-    f = sfft.rfft(pmf, size)
-    acc: NDArray[np.complex128] | None = None
-    e = terms
-    while e:  # binary exponentiation by multiplication (faster and more accurate than complex pow)
-        if e & 1:
-            acc = f.copy() if acc is None else acc * f
-        e >>= 1
-        if e:
-            f = f * f
-    res = sfft.irfft(acc, size)[:out_len]
-    noise = max(float(-res.min()), 0.0) + 4.0 * _EPS_MACHINE * max(float(res.max()), 0.0) * math.log2(size + 1)
-    return np.clip(res, 0.0, None), noise
-
-
-def _split_grid(
-    values: NDArray[np.float64], probs: NDArray[np.float64], n: int
-) -> tuple[NDArray[np.float64], float, float]:
-    """Mean-preserving split of a discrete law onto a grid of ``n`` intervals spanning [min, max]."""
-    # ``n`` intervals, n + 1 points: grids with 2^j intervals are nested, so a
-    # coarser split is a further mean-preserving spread of a finer one.
-    vmin = float(values.min())
-    vmax = float(values.max())
-    if vmax <= vmin:
-        point = np.zeros(n + 1)
-        point[0] = 1.0
-        return point, vmin, 0.0
-    h = (vmax - vmin) / n
-    u = (values - vmin) / h
-    lo = np.clip(np.floor(u).astype(np.int64), 0, n - 1)
-    frac = np.clip(u - lo, 0.0, 1.0)
-    size = n + 1
-    pmf = np.asarray(np.bincount(lo, probs * (1.0 - frac), minlength=size)
-                     + np.bincount(lo + 1, probs * frac, minlength=size), dtype=np.float64)
-    return pmf, vmin, h
 
 
 class Tupling:
@@ -255,538 +141,6 @@ class Tupling:
         tuples = np.array(list(itertools.product(range(m), repeat=kk)), dtype=np.int64)
         return self.tuple_probability(lam, tuples)
 
-    # ------------------------------------------------------ exact accounting
-    def _weights(self, lam0: ArrayLike, lam1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        a0 = self.lift(lam0)
-        a1 = self.lift(lam1)
-        if np.any(self.dummy <= 0):
-            raise InvalidParameterError(
-                "dummy: the exact convolution method needs ν[y] > 0 for every y; "
-                "use monte_carlo_delta / monte_carlo_epsilon for dummies without full support"
-            )
-        return a0, a1
-
-    def _delta_bounds_dir(
-        self, a0: NDArray[np.float64], a1: NDArray[np.float64], epsilon: float, bins: int
-    ) -> tuple[float, float]:
-        """Certified (lower, upper) bounds of ``E_{e^ε}(Q#λ0 ‖ Q#λ1)``."""
-        nu = self.dummy
-        kk = self.k + 1
-        gamma = math.exp(epsilon)
-        z = (a0 - gamma * a1) / nu
-        zmax = float(z.max())
-        if zmax <= 0:
-            return 0.0, 0.0
-        if float(z.min()) >= 0:
-            exact = max(0.0, float(np.sum(a0 - gamma * a1)))
-            return exact, exact
-        pmf, zmin, h = _split_grid(z, nu, bins)
-        sum_pmf, noise = _sum_pmf(pmf, kk)
-        vals = kk * zmin + h * np.arange(sum_pmf.size)
-        pos = vals > 0
-        upper_e = float(np.dot(sum_pmf[pos], vals[pos]))
-        near = np.abs(vals) < 2 * kk * h
-        p_near = float(sum_pmf[near].sum()) + noise * int(near.sum())
-        fl = noise * float(vals[pos].sum())
-        upper = (upper_e + fl) / kk
-        lower = max(0.0, (upper_e - fl - kk * h * p_near) / kk)
-        return min(lower, 1.0), min(upper, 1.0)
-
-    def _delta_limit(self, a0: NDArray[np.float64], a1: NDArray[np.float64]) -> float:
-        """``lim_{ε→∞} E_{e^ε}``: the mass ``Q#λ0`` puts on tuples that ``Q#λ1`` never outputs."""
-        zero = a1 <= 0
-        if not np.any(zero & (a0 > 0)):
-            return 0.0
-        nu_zero = float(self.dummy[zero].sum())
-        return float(a0[zero].sum() * nu_zero**self.k)
-
-    def _epsilon_dir(
-        self,
-        a0: NDArray[np.float64],
-        a1: NDArray[np.float64],
-        delta: float,
-        tol: float,
-        bins: int,
-        max_bins: int,
-        stop_below: float = -math.inf,
-    ) -> tuple[float, float, int]:
-        """Certified bracket ``[lo, hi]`` of the least ε >= 0 with ``E_{e^ε}(Q#λ0‖Q#λ1) <= δ``.
-
-        ``hi`` always satisfies ``upper(hi) <= δ`` (ε = hi is certified feasible) and
-        ``lo`` satisfies ``lower(lo) > δ`` or ``lo = 0`` (certified infeasible). At a
-        grid of ``n`` intervals Brent's method finds the roots of ``log upper − log δ``
-        and ``log lower − log δ``; the grid is then refined by the factor that the
-        O(h²) gap predicts, re-using the bracket (grids with 2^j intervals are
-        nested, so a coarser bound stays valid). Stops early when ``hi < stop_below``.
-        """
-        if delta == 0.0:
-            d = dv.max_divergence(a0, a1)
-            return max(0.0, d), max(0.0, d), 0
-        n = bins
-        cache: dict[tuple[float, int], tuple[float, float]] = {}
-
-        def ev(e: float) -> tuple[float, float]:
-            key = (e, n)
-            if key not in cache:
-                cache[key] = self._delta_bounds_dir(a0, a1, e, n)
-            return cache[key]
-
-        log_d = math.log(delta)
-        if ev(0.0)[1] <= delta:
-            return 0.0, 0.0, n
-        d_inf = dv.max_divergence(a0, a1)
-        if math.isinf(d_inf):
-            if self._delta_limit(a0, a1) > delta:
-                return math.inf, math.inf, n
-            hi = 1.0
-            while ev(hi)[1] > delta:
-                hi *= 2.0
-                if hi > 1e4:  # pragma: no cover - δ within 1e-4000 of the limit
-                    return math.inf, math.inf, n
-        else:
-            hi = max(d_inf, 0.0)
-        lo = 0.0
-        step = tol / 16
-
-        def g_up(e: float) -> float:
-            return math.log(max(ev(e)[1], 1e-300)) - log_d
-
-        def g_low(e: float) -> float:
-            return math.log(max(ev(e)[0], 1e-300)) - log_d
-
-        r_up = r_low = math.nan  # root estimates of the previous grid
-        while True:
-            if hi < stop_below:
-                break
-            done = False
-            if math.isfinite(r_up) and math.isfinite(r_low) and r_up - r_low > step:
-                # finer grid: both bound curves are near-linear on the small bracket; two
-                # evaluations give secant roots, two more certify them
-                x0, x1 = r_low, r_up
-                (l0, u0), (l1, u1) = ev(x0), ev(x1)
-                if u0 != u1 and l0 != l1:
-                    cu = x0 + (u0 - delta) * (x1 - x0) / (u0 - u1)
-                    cl = x0 + (l0 - delta) * (x1 - x0) / (l0 - l1)
-                    xu, xl = cu + step, cl - step
-                    ok_u = lo < xu < hi and ev(xu)[1] <= delta
-                    ok_l = lo < xl < hi and ev(xl)[0] > delta
-                    if ok_u:
-                        hi = xu
-                    if ok_l:
-                        lo = xl
-                    r_up, r_low = cu, cl
-                    done = ok_u and ok_l
-            if not done:
-                # at a finer grid the FFT round-off allowance can push upper(hi) back above δ;
-                # hi stays certified by the coarser grid, so only bracket a sign change
-                if g_up(lo) > 0 and g_up(hi) <= 0 and hi - lo > tol:
-                    r = optimize.brentq(g_up, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
-                    r_up = r
-                    for x in (r, r + step, r + 4 * step):
-                        if lo < x < hi and ev(x)[1] <= delta:
-                            hi = x
-                            break
-                if g_low(lo) > 0 and g_low(hi) <= 0 and hi - lo > tol:
-                    r = optimize.brentq(g_low, lo, hi, xtol=step, rtol=4 * _EPS_MACHINE)
-                    r_low = r
-                    for x in (r, r - step, r - 4 * step):
-                        if lo < x < hi and ev(x)[0] > delta:
-                            lo = x
-                            break
-                else:
-                    r_low = lo
-            if hi - lo <= tol or n >= max_bins:
-                break
-            factor = max(2.0, 1.2 * math.sqrt((hi - lo) / (0.5 * tol)))
-            n = int(min(max_bins, 2 ** math.ceil(math.log2(n * factor))))
-        return lo, hi, n
-
-    def epsilon_bounds(
-        self,
-        lam0: ArrayLike,
-        lam1: ArrayLike,
-        delta: float,
-        *,
-        tol: float = 1e-5,
-        bins: int = 1024,
-        max_bins: int = 1 << 17,
-    ) -> EpsilonResult:
-        """Certified bracket of the least ε with (ε, δ)-DistP for the pair, both orders.
-
-        Bisection on ε using the certified grid bounds of δ(ε) (module docstring);
-        the bracket width is at most ``tol`` unless the grid resolution
-        ``max_bins`` is reached first. Requires ν[y] > 0 for all y.
-        """
-        d = check_delta(delta, "delta", allow_zero=True)
-        t = check_real(tol, "tol")
-        if t <= 0:
-            raise InvalidParameterError(f"tol: must be > 0, got {t}")
-        b = check_int(bins, "bins", minimum=16)
-        mb = max(b, check_int(max_bins, "max_bins", minimum=16))
-        a0, a1 = self._weights(lam0, lam1)
-        # a coarse pass in both orders; only the dominating order is refined fully
-        c1 = self._epsilon_dir(a0, a1, d, 64 * t, b, b)
-        c2 = self._epsilon_dir(a1, a0, d, 64 * t, b, b)
-        first, second = ((a0, a1), (a1, a0)) if c1[1] >= c2[1] else ((a1, a0), (a0, a1))
-        lo1, hi1, n1 = self._epsilon_dir(*first, d, t, b, mb)
-        lo2, hi2, n2 = self._epsilon_dir(*second, d, t, b, mb, stop_below=lo1)
-        return EpsilonResult(lower=max(lo1, lo2), upper=max(hi1, hi2), delta=d, bins=max(n1, n2))
-
-    def distp_epsilon(self, lam0: ArrayLike, lam1: ArrayLike, delta: float = 0.0, *, tol: float = 1e-5) -> float:
-        """Least ε with (ε, δ)-DistP for the pair (upper end of the certified bracket, width <= tol)."""
-        return self.epsilon_bounds(lam0, lam1, delta, tol=tol).upper
-
-    def delta_bounds(
-        self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float, *, rtol: float = 1e-6, max_bins: int = 1 << 18
-    ) -> tuple[float, float]:
-        """Certified (lower, upper) bounds of the least δ for (ε, δ)-DistP, both orders."""
-        eps = check_real(epsilon, "epsilon")
-        if eps < 0:
-            raise InvalidParameterError(f"epsilon: must be >= 0, got {eps}")
-        a0, a1 = self._weights(lam0, lam1)
-        out = []
-        for p, q in ((a0, a1), (a1, a0)):
-            n = 1024
-            while True:
-                lb, ub = self._delta_bounds_dir(p, q, eps, n)
-                if ub - lb <= rtol * max(ub, 1e-300) or n >= max_bins:
-                    break
-                n *= 4
-            out.append((lb, ub))
-        return max(o[0] for o in out), max(o[1] for o in out)
-
-    def distp_delta(self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float) -> float:
-        """Least δ for (ε, δ)-DistP of the pair (certified upper bound, relative gap <= 1e-6)."""
-        return self.delta_bounds(lam0, lam1, epsilon)[1]
-
-    # ------------------------------------------------------------------ KL
-    def _elog_bounds(
-        self, c: NDArray[np.float64], w: NDArray[np.float64], bins: int
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Bounds of ``E ln(c_j + W)`` with ``W = Σ_{i=1}^k w(y_i)``, ``y_i ~ ν`` (for each j)."""
-        pmf, wmin, h = _split_grid(w, self.dummy, bins)
-        spmf, noise = _sum_pmf(pmf, self.k)
-        keep = spmf > noise
-        vals = self.k * wmin + h * np.arange(spmf.size)
-        vals, probs = vals[keep], spmf[keep]
-        probs = probs / probs.sum()
-        arg = c[:, None] + vals[None, :]
-        with np.errstate(divide="ignore"):
-            lower = np.log(arg) @ probs  # Jensen: mean-preserving spread lowers E of a concave function
-            shifted = np.maximum(arg - self.k * h, 0.0)
-            inv2 = np.where(shifted > 0, 1.0 / np.where(shifted > 0, shifted, 1.0) ** 2, np.inf)
-        corr = 0.5 * (self.k * h) ** 2 * (inv2 @ probs) if h > 0 else np.zeros(c.size)
-        upper = lower + corr
-        return lower, upper
-
-    def kl_bounds(
-        self, lam0: ArrayLike, lam1: ArrayLike, *, bins: int = 1024
-    ) -> tuple[float, float]:
-        """Certified bounds of ``D_KL(Q#λ0 ‖ Q#λ1)`` (one order; module docstring)."""
-        b = check_int(bins, "bins", minimum=16)
-        a0, a1 = self._weights(lam0, lam1)
-        nu = self.dummy
-        w0, w1 = a0 / nu, a1 / nu
-        support = a0 > 0
-        if np.any(support & (a1 <= 0)) and self._delta_limit(a0, a1) > 0:
-            return math.inf, math.inf
-        lu, uu = self._elog_bounds(w0[support], w0, b)
-        lv, uv = self._elog_bounds(w1[support], w1, b)
-        wts = a0[support]
-        with np.errstate(invalid="ignore"):
-            lower = float(np.dot(wts, lu - uv))
-            upper = float(np.dot(wts, uu - lv))
-        if math.isnan(upper) or math.isinf(upper):
-            upper = math.inf
-        return max(0.0, lower), max(0.0, upper)
-
-    def distp_divergence(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
-        """(ε, D)-DistP of the pair for ``D = KL`` / reverse KL (certified upper bound, both orders)
-        or ``"max"``; other f-divergences: see :meth:`monte_carlo_divergence`."""
-        name = check_choice(divergence, "divergence", ("kl", "reverse-kl", "max"))
-        if name == "max":
-            return self.distp_epsilon(lam0, lam1, 0.0)
-        return max(self.kl_bounds(lam0, lam1)[1], self.kl_bounds(lam1, lam0)[1])
-
-    # ---------------------------------------------------------- Monte Carlo
-    def _log_ratio(self, tuples: NDArray[np.int64], a0: NDArray[np.float64], a1: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``ln(Q#λ0[ȳ]/Q#λ1[ȳ])`` per tuple, via ``Σ_i a_b[y_i] Π_{j≠i} ν[y_j]``."""
-        nu = self.dummy[tuples]
-        s0 = np.zeros(tuples.shape[0])
-        s1 = np.zeros(tuples.shape[0])
-        for i in range(self.k + 1):
-            others = np.prod(np.delete(nu, i, axis=1), axis=1)
-            s0 += a0[tuples[:, i]] * others
-            s1 += a1[tuples[:, i]] * others
-        with np.errstate(divide="ignore"):
-            return np.log(s0) - np.log(s1)
-
-    def _sample_from(self, lam: NDArray[np.float64], n: int, gen: np.random.Generator) -> NDArray[np.int64]:
-        xs = gen.choice(self.n_inputs, size=n, p=lam)
-        return self.sample(xs, gen)
-
-    def monte_carlo_delta(
-        self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float, *, n_samples: int = 100_000, rng: RngLike = None
-    ) -> tuple[float, float]:
-        """Seeded Monte Carlo estimate ``(δ̂, standard error)`` of the least δ for (ε, δ)-DistP (any ν).
-
-        ``E_{e^ε}(P‖Q) = E_{ȳ~P}[(1 − e^{ε − L(ȳ)})^+]`` with ``L = ln(P/Q)``, estimated
-        in both orders; returns the larger estimate and its standard error.
-        """
-        eps = check_real(epsilon, "epsilon")
-        n = check_int(n_samples, "n_samples", minimum=2)
-        gen = as_rng(rng)
-        l0 = check_distribution(lam0, self.n_inputs, "lam0")
-        l1 = check_distribution(lam1, self.n_inputs, "lam1")
-        a0, a1 = self.lift(l0), self.lift(l1)
-        best = (0.0, 0.0)
-        for lam, p, q in ((l0, a0, a1), (l1, a1, a0)):
-            t = self._sample_from(lam, n, gen)
-            loss = self._log_ratio(t, p, q)
-            vals = np.maximum(1.0 - np.exp(np.minimum(eps - loss, 700.0)), 0.0)
-            est = (float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(n)))
-            if est[0] > best[0]:
-                best = est
-        return best
-
-    def monte_carlo_epsilon(
-        self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, n_samples: int = 100_000, rng: RngLike = None
-    ) -> float:
-        """Seeded Monte Carlo estimate of the least ε with (ε, δ)-DistP (any ν, e.g. non-uniform dummies).
-
-        Samples privacy losses in both orders once, then solves ``δ̂(ε) = δ`` by
-        root finding on the (monotone) empirical profile.
-        """
-        d = check_delta(delta, "delta", allow_zero=True)
-        n = check_int(n_samples, "n_samples", minimum=2)
-        gen = as_rng(rng)
-        l0 = check_distribution(lam0, self.n_inputs, "lam0")
-        l1 = check_distribution(lam1, self.n_inputs, "lam1")
-        a0, a1 = self.lift(l0), self.lift(l1)
-        eps_best = 0.0
-        for lam, p, q in ((l0, a0, a1), (l1, a1, a0)):
-            loss = self._log_ratio(self._sample_from(lam, n, gen), p, q)
-            if d == 0.0:
-                eps_best = max(eps_best, float(loss.max()))
-                continue
-
-            def prof(e: float, loss: NDArray[np.float64] = loss) -> float:
-                return float(np.maximum(1.0 - np.exp(np.minimum(e - loss, 700.0)), 0.0).mean()) - d
-
-            if prof(0.0) <= 0:
-                continue
-            # tuples the other distribution never outputs (loss = +inf) count fully at every ε
-            if float(np.mean(np.isposinf(loss))) > d:
-                eps_best = math.inf
-                continue
-            finite = loss[np.isfinite(loss)]
-            top = float(finite.max()) if finite.size else 0.0
-            eps_best = max(eps_best, optimize.brentq(prof, 0.0, max(top, 1e-12), xtol=1e-10))
-        return eps_best
-
-    def monte_carlo_divergence(
-        self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl", *, n_samples: int = 100_000,
-        rng: RngLike = None,
-    ) -> tuple[float, float]:
-        """Seeded Monte Carlo ``(estimate, standard error)`` of ``D(Q#λ0 ‖ Q#λ1)`` for an f-divergence
-        of Table I: ``D_f(P‖Q) = E_{ȳ~Q}[f(P(ȳ)/Q(ȳ))]`` (one order)."""
-        name = check_choice(divergence, "divergence", tuple(dv.F_DIVERGENCES))
-        n = check_int(n_samples, "n_samples", minimum=2)
-        gen = as_rng(rng)
-        l0 = check_distribution(lam0, self.n_inputs, "lam0")
-        l1 = check_distribution(lam1, self.n_inputs, "lam1")
-        a0, a1 = self.lift(l0), self.lift(l1)
-        t = self._sample_from(l1, n, gen)
-        with np.errstate(over="ignore"):
-            r = np.exp(self._log_ratio(t, a0, a1))
-        f = {
-            "kl": lambda x: np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0),
-            "reverse-kl": lambda x: -np.log(x),
-            "tv": lambda x: 0.5 * np.abs(x - 1.0),
-            "chi2": lambda x: (x - 1.0) ** 2,
-            "hellinger": lambda x: 0.5 * (np.sqrt(x) - 1.0) ** 2,
-        }[name]
-        vals = f(r)
-        return float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(n))
-
-    # ------------------------------------------------------ Theorems 3 and 7
-    def _require_uniform(self, what: str) -> None:
-        if not self.uniform:
-            raise AssumptionError(
-                f"dummy: {what} assumes uniform dummies ν (tupling paper Theorem 3); "
-                "use epsilon_bounds or monte_carlo_epsilon for this ν"
-            )
-
-    def lambda_eta(self, lam: ArrayLike, beta: float) -> float:
-        """Least η with ``λ ∈ Λ_{β,η,A}``: the ``A#(λ)``-mass of the outputs above β,
-
-            ``η = Pr_{y ~ A#(λ)}[A#(λ)[y] > β] = Σ_{y : A#(λ)[y] > β} A#(λ)[y]``.
-
-        This is the event the proof of Proposition 13 (tupling paper) charges to η:
-        the real output ``y_i`` is drawn from ``A#(λ)``, not uniformly (the paper's
-        definition of ``Λ_{β,η,A}`` in Section 6.2 draws y uniformly, which the proof
-        does not support).
-        """
-        b = check_real(beta, "beta")
-        if not 0.0 <= b <= 1.0:
-            raise InvalidParameterError(f"beta: must be in [0, 1], got {b}")
-        a = self.lift(lam)
-        return min(1.0, math.fsum(a[a > b]))
-
-    def in_lambda(self, lam: ArrayLike, beta: float, eta: float) -> bool:
-        """Membership ``λ ∈ Λ_{β,η,A} = {λ : Pr_{y ~ A#(λ)}[A#(λ)[y] <= β] >= 1 − η}`` (see :meth:`lambda_eta`)."""
-        e = check_real(eta, "eta")
-        if not 0.0 <= e <= 1.0:
-            raise InvalidParameterError(f"eta: must be in [0, 1], got {e}")
-        return self.lambda_eta(lam, beta) <= e
-
-    def theorem3_params(
-        self, alpha: float, beta: float, eta: float, *, hoeffding_range: float | None = None
-    ) -> tuple[float, float]:
-        """Theorem 3's ``(ε_α, δ_α)``: ``ε_α = ln((k + (α+β)|Y|)/(k − α|Y|))``,
-        ``δ_α = 2 exp(−2α²/(k r²)) + η``, for ``0 < α < k/|Y|``.
-
-        ``r`` (``hoeffding_range``, default β as in the paper) bounds every dummy
-        term ``A#(λ_b)[y_j]`` of Hoeffding's inequality in Proposition 13's proof, so
-        it must be at least ``max_y A#(λ_b)[y]`` for both λ_b; with ``r = β`` that
-        forces η = 0. ``r`` must lie in ``[β, 1]``.
-        """
-        a = check_real(alpha, "alpha")
-        b = check_real(beta, "beta")
-        e = check_real(eta, "eta")
-        m, k = self.n_outputs, self.k
-        if not 0 < a < k / m:
-            raise InvalidParameterError(f"alpha: must be in (0, k/|Y|) = (0, {k / m:.6g}), got {a}")
-        if not 0 < b <= 1:
-            raise InvalidParameterError(f"beta: must be in (0, 1], got {b}")
-        if not 0 <= e <= 1:
-            raise InvalidParameterError(f"eta: must be in [0, 1], got {e}")
-        r = b if hoeffding_range is None else check_real(hoeffding_range, "hoeffding_range")
-        if not b <= r <= 1:
-            raise InvalidParameterError(f"hoeffding_range: must be in [beta, 1] = [{b:.6g}, 1], got {r}")
-        eps = math.log((k + (a + b) * m) / (k - a * m))
-        dlt = 2.0 * math.exp(-2.0 * a * a / (k * r * r)) + e
-        return eps, dlt
-
-    def _beta_candidates(
-        self, lams: list[NDArray[np.float64]]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Candidate β, the least η for each (max over both λ_b) and the Hoeffding range ``max(β, max A#(λ_b))``.
-
-        η(β) and the range are step / nondecreasing functions of β while ε_α increases
-        with β, so the best β lies among the distinct positive values of ``A#(λ_b)``.
-        """
-        lifts = [self.lift(lam) for lam in lams]
-        vals = np.unique(np.concatenate(lifts))
-        betas = vals[vals > 0]
-        etas = np.zeros(betas.size)
-        for a in lifts:
-            srt = np.sort(a)
-            tails = np.append(np.cumsum(srt[::-1])[::-1], 0.0)  # tails[i] = Σ_{j >= i} srt[j]
-            etas = np.maximum(etas, tails[np.searchsorted(srt, betas, side="right")])
-        top = max(float(a.max()) for a in lifts)
-        return betas, np.minimum(etas, 1.0), np.maximum(betas, top)
-
-    def _given_beta(
-        self, lams: list[NDArray[np.float64]], beta: float
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        b = check_real(beta, "beta")
-        if not 0.0 < b <= 1.0:
-            raise InvalidParameterError(f"beta: must be in (0, 1], got {b}")
-        top = max(float(self.lift(lam).max()) for lam in lams)
-        return np.array([b]), np.array([max(self.lambda_eta(lam, b) for lam in lams)]), np.array([max(b, top)])
-
-    def theorem3(
-        self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, beta: float | None = None
-    ) -> Theorem3Bound:
-        """The smallest Theorem 3 ε_α with δ_α <= δ for the pair, α optimised (tupling paper Prop. 13).
-
-        Proof of Proposition 13, with ``a_b = A#(λ_b)``, ``m = |Y|``: the likelihood
-        ratio of a tuple is ``Σ_j a_0[y_j] / Σ_j a_1[y_j]`` (equation (6)); it is below
-        ``e^{ε_α}`` unless (i) the real output has ``a_0[y_i] > β`` (probability η,
-        the ``A#(λ_0)``-mass of :meth:`lambda_eta`), or (ii) the k uniform dummies
-        give ``Σ a_0 >= k/m + α`` or ``Σ a_1 <= k/m − α`` (Hoeffding, each
-        ``exp(−2α²/(k r²))``). Hoeffding needs every dummy term in ``[0, r]``, so
-        ``r = max(β, max_y a_b[y])``: the paper's ``r = β`` holds exactly when η = 0.
-        Hence ``P[L >= ε_α] <= δ_α`` in both orders ((ε_α, δ_α)-PDistP, which implies
-        (ε_α, δ_α)-DistP by Proposition 7).
-
-        ε_α increases with α and δ_α decreases, so the best α solves δ_α = δ:
-        ``α = r √(k ln(2/(δ − η)) / 2)`` (needs ``η < δ`` and ``α < k/|Y|``).
-        ``β`` is optimised over the values of ``A#(λ_b)`` unless given. Returns
-        ``epsilon = inf`` if no admissible α exists. Requires uniform dummies.
-        """
-        self._require_uniform("theorem3")
-        d = check_delta(delta, "delta")
-        lams = [check_distribution(lam0, self.n_inputs, "lam0"), check_distribution(lam1, self.n_inputs, "lam1")]
-        betas, etas, ranges = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
-        m, k = self.n_outputs, self.k
-        best = Theorem3Bound(math.inf, d, math.nan, math.nan, math.nan, math.nan)
-        for b, eta_b, r_b in zip(betas, etas, ranges, strict=True):
-            eta, r = float(eta_b), float(r_b)
-            if eta >= d:
-                continue
-            alpha = r * math.sqrt(k * math.log(2.0 / (d - eta)) / 2.0)
-            for _ in range(4):  # round-off: make sure δ_α <= δ
-                if alpha >= k / m:
-                    break
-                eps, dl = self.theorem3_params(alpha, float(b), eta, hoeffding_range=r)
-                if dl <= d:
-                    if eps < best.epsilon:
-                        best = Theorem3Bound(eps, dl, alpha, float(b), eta, r)
-                    break
-                alpha *= 1.0 + 4.0 * _EPS_MACHINE
-        return best
-
-    def theorem7(
-        self, lam0: ArrayLike, lam1: ArrayLike, *, epsilon_a: float | None = None, beta: float | None = None
-    ) -> float:
-        """Theorem 7 KL bound ``min_α ε_α + ε_A min(δ_α, 1)`` for the pair (tupling paper Prop. 9 and 13).
-
-        ``(ε_α, δ_α)`` are those of :meth:`theorem3` (η as ``A#(λ_b)``-mass, Hoeffding
-        range ``max(β, max_y A#(λ_b)[y])``). ``ε_A`` defaults to the exact ``D_∞``
-        DistP of the base mechanism for this pair, which is what Proposition 12's
-        proof uses (for a DP base it is at most the DP ε_A); a given ``epsilon_a``
-        below that value means the pair is not in Φ# and is refused
-        (:class:`AssumptionError`). ``β`` is optimised as in :meth:`theorem3`.
-        Requires uniform dummies.
-        """
-        self._require_uniform("theorem7")
-        lams = [check_distribution(lam0, self.n_inputs, "lam0"), check_distribution(lam1, self.n_inputs, "lam1")]
-        a0, a1 = self.lift(lams[0]), self.lift(lams[1])
-        exact_a = dv.symmetric_approx_max_divergence(a0, a1, 0.0)
-        if epsilon_a is None:
-            e_a = exact_a
-        else:
-            e_a = check_real(epsilon_a, "epsilon_a")
-            if e_a < exact_a * (1.0 - 1e-12):
-                raise AssumptionError(
-                    f"epsilon_a: {e_a:g} is below D∞(A#λ0, A#λ1) = {exact_a:.6g} for this pair, so the pair is "
-                    "not in Φ# of an ε_A-DP base (Theorem 7's premise)"
-                )
-        if math.isinf(e_a):
-            return math.inf
-        betas, etas, ranges = self._beta_candidates(lams) if beta is None else self._given_beta(lams, beta)
-        if betas.size > 64:  # any β gives a valid bound; optimise over 64 quantile-spaced candidates
-            pick = np.unique(np.round(np.linspace(0, betas.size - 1, 64)).astype(int))
-            betas, etas, ranges = betas[pick], etas[pick], ranges[pick]
-        m, k = self.n_outputs, self.k
-        hi = k / m
-        best = math.inf
-        for b_v, eta_v, r_v in zip(betas, etas, ranges, strict=True):
-            b, eta, r = float(b_v), float(eta_v), float(r_v)
-            if eta >= 1.0:
-                continue
-
-            def obj(a: float, b: float = b, eta: float = eta, r: float = r) -> float:
-                eps, dl = self.theorem3_params(a, b, eta, hoeffding_range=r)
-                return eps + e_a * min(dl, 1.0)
-
-            res = optimize.minimize_scalar(obj, bounds=(hi * 1e-9, hi * (1 - 1e-9)), method="bounded",
-                                           options={"xatol": hi * 1e-10})
-            best = min(best, obj(float(res.x)), obj(hi * 1e-9))
-        return best
-
     # ----------------------------------------------------------- utility
     def expected_loss(self, lam: ArrayLike, cost: ArrayLike) -> float:
         """Exact expected quality loss (tupling paper Definition 11).
@@ -816,24 +170,86 @@ class Tupling:
         per_x = (self.base.matrix * f).sum(axis=1)
         return float(lam_v @ per_x)
 
-    # ---------------------------------------------------------- guarantees
+    # ------------------------------------------------ accounting (delegated)
+    @functools.cached_property
+    def accountant(self) -> TuplingAccountant:
+        """The accountant of this mechanism (:mod:`distpriv.local.tupling_accounting`)."""
+        return TuplingAccountant(self)
+
+    def epsilon_bounds(
+        self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, tol: float = 1e-5, bins: int = 1024,
+        max_bins: int = 1 << 17,
+    ) -> EpsilonResult:
+        """Certified bracket of the least ε with (ε, δ)-DistP (:meth:`TuplingAccountant.epsilon_bounds`)."""
+        return self.accountant.epsilon_bounds(lam0, lam1, delta, tol=tol, bins=bins, max_bins=max_bins)
+
+    def distp_epsilon(self, lam0: ArrayLike, lam1: ArrayLike, delta: float = 0.0, *, tol: float = 1e-5) -> float:
+        """Least ε with (ε, δ)-DistP for the pair (:meth:`TuplingAccountant.distp_epsilon`)."""
+        return self.accountant.distp_epsilon(lam0, lam1, delta, tol=tol)
+
+    def delta_bounds(
+        self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float, *, rtol: float = 1e-6, max_bins: int = 1 << 18
+    ) -> tuple[float, float]:
+        """Certified bounds of the least δ for (ε, δ)-DistP (:meth:`TuplingAccountant.delta_bounds`)."""
+        return self.accountant.delta_bounds(lam0, lam1, epsilon, rtol=rtol, max_bins=max_bins)
+
+    def distp_delta(self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float) -> float:
+        """Least δ for (ε, δ)-DistP of the pair (:meth:`TuplingAccountant.distp_delta`)."""
+        return self.accountant.distp_delta(lam0, lam1, epsilon)
+
+    def kl_bounds(self, lam0: ArrayLike, lam1: ArrayLike, *, bins: int = 1024) -> tuple[float, float]:
+        """Certified bounds of ``D_KL(Q#λ0 ‖ Q#λ1)`` (:meth:`TuplingAccountant.kl_bounds`)."""
+        return self.accountant.kl_bounds(lam0, lam1, bins=bins)
+
+    def distp_divergence(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
+        """(ε, D)-DistP of the pair for KL / reverse KL / max (:meth:`TuplingAccountant.distp_divergence`)."""
+        return self.accountant.distp_divergence(lam0, lam1, divergence)
+
+    def monte_carlo_delta(
+        self, lam0: ArrayLike, lam1: ArrayLike, epsilon: float, *, n_samples: int = 100_000, rng: RngLike = None
+    ) -> tuple[float, float]:
+        """Monte Carlo ``(δ̂, standard error)`` (:meth:`TuplingAccountant.monte_carlo_delta`)."""
+        return self.accountant.monte_carlo_delta(lam0, lam1, epsilon, n_samples=n_samples, rng=rng)
+
+    def monte_carlo_epsilon(
+        self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, n_samples: int = 100_000, rng: RngLike = None
+    ) -> float:
+        """Monte Carlo least ε with (ε, δ)-DistP (:meth:`TuplingAccountant.monte_carlo_epsilon`)."""
+        return self.accountant.monte_carlo_epsilon(lam0, lam1, delta, n_samples=n_samples, rng=rng)
+
+    def monte_carlo_divergence(
+        self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl", *, n_samples: int = 100_000,
+        rng: RngLike = None,
+    ) -> tuple[float, float]:
+        """Monte Carlo ``D(Q#λ0 ‖ Q#λ1)`` (:meth:`TuplingAccountant.monte_carlo_divergence`)."""
+        return self.accountant.monte_carlo_divergence(lam0, lam1, divergence, n_samples=n_samples, rng=rng)
+
+    def lambda_eta(self, lam: ArrayLike, beta: float) -> float:
+        """Least η with ``λ ∈ Λ_{β,η,A}`` (:meth:`TuplingAccountant.lambda_eta`)."""
+        return self.accountant.lambda_eta(lam, beta)
+
+    def in_lambda(self, lam: ArrayLike, beta: float, eta: float) -> bool:
+        """Membership ``λ ∈ Λ_{β,η,A}`` (:meth:`TuplingAccountant.in_lambda`)."""
+        return self.accountant.in_lambda(lam, beta, eta)
+
+    def theorem3_params(
+        self, alpha: float, beta: float, eta: float, *, hoeffding_range: float | None = None
+    ) -> tuple[float, float]:
+        """Theorem 3's ``(ε_α, δ_α)`` (:meth:`TuplingAccountant.theorem3_params`)."""
+        return self.accountant.theorem3_params(alpha, beta, eta, hoeffding_range=hoeffding_range)
+
+    def theorem3(self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, beta: float | None = None) -> Theorem3Bound:
+        """The smallest Theorem 3 ε_α with δ_α <= δ (:meth:`TuplingAccountant.theorem3`)."""
+        return self.accountant.theorem3(lam0, lam1, delta, beta=beta)
+
+    def theorem7(
+        self, lam0: ArrayLike, lam1: ArrayLike, *, epsilon_a: float | None = None, beta: float | None = None
+    ) -> float:
+        """Theorem 7 KL bound (:meth:`TuplingAccountant.theorem7`)."""
+        return self.accountant.theorem7(lam0, lam1, epsilon_a=epsilon_a, beta=beta)
+
     def guarantee(
         self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, labels: tuple[Any, Any] = ("lam0", "lam1")
     ) -> Guarantee:
-        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee` (certified upper end of the bracket)."""
-        res = self.epsilon_bounds(lam0, lam1, delta)
-        th3 = self.theorem3(lam0, lam1, delta) if delta > 0 and self.uniform else None
-        notes = [f"certified bracket [{res.lower:.6g}, {res.upper:.6g}] at grid size {res.bins}"]
-        if th3 is not None:
-            notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
-        return Guarantee(
-            epsilon=res.upper,
-            delta=res.delta,
-            mechanism=self.name,
-            framework="local-distribution-privacy",
-            calibration=Calibration.EXACT,
-            pairs=(labels,),
-            assumptions=("inputs follow exactly the given λ0, λ1", "dummies drawn i.i.d. from ν"),
-            theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",
-            notes=tuple(notes),
-        )
+        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee` (:meth:`TuplingAccountant.guarantee`)."""
+        return self.accountant.guarantee(lam0, lam1, delta, labels=labels)
