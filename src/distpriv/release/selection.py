@@ -52,7 +52,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, stats
 
 from .. import distances, relaxed
 from .._validation import RngLike, as_rng, check_array
@@ -173,6 +172,8 @@ def _const(x: NDArray[np.float64]) -> bool:
 
 
 def _test_translation(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
+    from scipy import stats
+
     labs = _labels(pairs)
     ref = model.samples(labs[0]) - model.mean(labs[0])
     dirs = _directions(model, pairs)
@@ -197,6 +198,8 @@ def _test_translation(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Has
 
 
 def _test_gaussian(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
+    from scipy import stats
+
     dirs = _directions(model, pairs)
     pvals: list[float] = []
     for lab in _labels(pairs):
@@ -226,6 +229,8 @@ def box_m_test(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     Works on the subspace where the pooled covariance is non-singular; directions
     where both samples are constant are equal (zero) variances and are dropped.
     """
+    from scipy import stats
+
     n1, n2 = x.shape[0], y.shape[0]
     s1 = np.atleast_2d(np.cov(x, rowvar=False))
     s2 = np.atleast_2d(np.cov(y, rowvar=False))
@@ -498,6 +503,7 @@ def _theorem_5_7(
     name: str, model: Any, pairs: Any, eps: float, delta: float, calibration: str, opts: dict[str, Any], w: float, dim: int
 ) -> tuple[Mechanism, float, float, float, float]:
     """Best λ for Theorem 5.7: minimise tr Σ_Z(ε − 2λ, e^{−λ}δ) + 2m(W/λ)². Returns (base, λ, scale, ε′, δ′)."""
+    from scipy import optimize
 
     def objective(lam: float) -> float:
         try:
