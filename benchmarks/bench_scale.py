@@ -4,6 +4,8 @@ Usage::
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--rows 1000000 10000000] [--big] [--dir DIR]
     PYTHONPATH=src python benchmarks/bench_scale.py --rows 1000000 5000000 --big --tasks release-pop release-self
+    PYTHONPATH=src python benchmarks/bench_scale.py --rows 1000000 10000000 40000000 --tasks release-pop \
+        release-self --self-max 10000000 --dir /tmp/scale --keep --out /tmp/scale-out
 
 For each size an Adult-like Parquet file (age, sex, hours, income and four
 filler columns) is generated with DuckDB, then every measurement runs in its own
@@ -27,7 +29,8 @@ child process so that its peak RSS (``ru_maxrss`` from ``wait4``) is its own:
 
 Times are measured inside the child after its imports; the figures to report
 are the ratios to ``groupby`` in the same run and the RSS column. ``--big``
-adds 40M rows, and 100M when the disk has room.
+adds 40M rows, and 100M when the disk has room. ``--out`` writes the table as
+Markdown, the raw numbers as JSON and a log-log plot of time and RSS against rows.
 """
 
 from __future__ import annotations
@@ -151,13 +154,73 @@ def run_child(path: Path, task: str, extra: str = "") -> dict:
     return out
 
 
+def markdown_table(results: list[dict], tasks: list[str]) -> str:
+    """Markdown table: per size, each task's seconds, ratio to ``groupby`` and peak RSS."""
+    head = "| rows | file MB | " + " | ".join(f"{t} s (× groupby) | {t} RSS MB" for t in tasks) + " |"
+    rule = "|" + "---:|" * (2 + 2 * len(tasks))
+    lines = [head, rule]
+    for row in results:
+        base = row["tasks"]["groupby"]["seconds"]
+        cells = [f"{row['rows']:,}", f"{row['file_mb']:.0f}"]
+        for task in tasks:
+            r = row["tasks"].get(task)
+            if r is None:
+                cells += ["–", "–"]
+            else:
+                cells += [f"{r['seconds']:.2f} ({r['seconds'] / base:.1f}×)", f"{r['rss_mb']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[dict], tasks: list[str], path: Path) -> None:
+    """Time and peak RSS against rows, log-log, one line per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for task in tasks:
+        pts = [(r["rows"], r["tasks"][task]) for r in results if task in r["tasks"]]
+        if not pts:
+            continue
+        rows = [x for x, _ in pts]
+        axes[0].plot(rows, [m["seconds"] for _, m in pts], marker="o", label=task)
+        axes[1].plot(rows, [m["rss_mb"] for _, m in pts], marker="o", label=task)
+    for ax, label in zip(axes, ("seconds (after imports of the child)", "peak RSS (MB)"), strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("rows")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def machine() -> str:
+    """One line describing where the numbers were measured."""
+    import platform
+
+    import duckdb
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()} with {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, DuckDB {duckdb.__version__}, load average {load:.1f} at start")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
                         help="table sizes (default 1M and 10M rows)")
     parser.add_argument("--big", action="store_true", help="also 40M rows, and 100M if the disk has room")
-    parser.add_argument("--dir", type=Path, default=None, help="where to write the Parquet files (default: a temp dir)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="where to write the Parquet files (default: a temp dir); files already there are reused")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write scale.md (Markdown table), scale.png (time and RSS against rows, log-log) and "
+                             "scale.json (raw numbers) to this folder")
     parser.add_argument("--tasks", nargs="+", default=["groupby", "summarize", "model", "fingerprint", "pandas"],
                         choices=["groupby", "summarize", "model", "fingerprint", "pandas", "release-pop",
                                  "release-self"],
@@ -166,49 +229,72 @@ def main(argv: list[str] | None = None) -> int:
                         help="largest table run through release-self (--model-from-data, n = all rows)")
     args = parser.parse_args(argv)
     sizes = list(args.rows)
-    workdir = Path(tempfile.mkdtemp(prefix="distpriv-bench-scale-", dir=args.dir))
+    if args.dir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="distpriv-bench-scale-"))
+    else:
+        workdir = args.dir
+        workdir.mkdir(parents=True, exist_ok=True)
     if args.big:
         sizes.append(40_000_000)
         if shutil.disk_usage(workdir).free > 8 * 2**30:
             sizes.append(100_000_000)
     tasks = ["groupby", *(t for t in args.tasks if t != "groupby")]
-    print(f"query {STATS}, protect {PROTECT!r}; Parquet files in {workdir}")
+    where = machine()
+    print(f"query {STATS}, protect {PROTECT!r}; Parquet files in {workdir}; {where}")
     print(f"{'rows':>11} {'file MB':>8} | " + " | ".join(f"{t:>20}" for t in tasks))
     print(f"{'':>11} {'':>8} | " + " | ".join(f"{'s (x groupby) RSS MB':>20}" for _ in tasks))
+    results: list[dict] = []
+    made: list[Path] = []
     try:
         for rows in sizes:
             path = workdir / f"table-{rows}.parquet"
             if not path.exists():
                 generate(path, rows)
+                made.append(path)
             small = workdir / "table-2000.parquet"
             if "release-pop" in tasks and not small.exists():
                 generate(small, 2000)
-            results = {}
+                made.append(small)
+            measured = {}
             for task in tasks:
                 if task == "pandas" and rows > 10_000_000:
                     continue
                 if task == "release-self" and rows > args.self_max:
                     continue
-                results[task] = run_child(path, task, str(small))
-            checks = {t: r["check"] for t, r in results.items()
+                measured[task] = run_child(path, task, str(small))
+            checks = {t: r["check"] for t, r in measured.items()
                       if t not in ("fingerprint", "release-pop", "release-self")}
             if len({json.dumps(c) for c in checks.values()}) != 1:
                 raise SystemExit(f"group counts disagree: {checks}")
-            base = results["groupby"]["seconds"]
+            base = measured["groupby"]["seconds"]
             cells = []
             for task in tasks:
-                r = results.get(task)
+                r = measured.get(task)
                 if r is None:
                     cells.append(f"{'-':>20}")
                 else:
                     cells.append(f"{r['seconds']:6.2f} ({r['seconds'] / base:4.1f}x) {r['rss_mb']:5.0f}")
             size_mb = path.stat().st_size / 2**20
             print(f"{rows:>11,} {size_mb:>8.0f} | " + " | ".join(cells), flush=True)
-            if not args.keep:
+            results.append({"rows": rows, "file_mb": size_mb, "tasks": measured})
+            if not args.keep and path in made:
                 path.unlink()
     finally:
         if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+            for f in made:
+                f.unlink(missing_ok=True)
+            if args.dir is None:
+                shutil.rmtree(workdir, ignore_errors=True)
+    if args.out is not None and results:
+        args.out.mkdir(parents=True, exist_ok=True)
+        command = "PYTHONPATH=src python benchmarks/bench_scale.py " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]))
+        table = markdown_table(results, tasks)
+        (args.out / "scale.md").write_text(f"Measured on {where}; rerun with `{command}`.\n\n{table}")
+        (args.out / "scale.json").write_text(json.dumps({"machine": where, "command": command, "results": results},
+                                                        indent=1))
+        plot(results, tasks, args.out / "scale.png")
+        print(f"wrote {args.out / 'scale.md'}, {args.out / 'scale.png'}, {args.out / 'scale.json'}")
     return 0
 
 

@@ -37,7 +37,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from ._validation import (
     RngLike,
@@ -306,6 +306,8 @@ class AttackResult:
     @property
     def ci(self) -> tuple[float, float]:
         """95% interval for the mean accuracy."""
+        from scipy import stats
+
         m = self.accuracy
         if self.reps > 1:
             half = float(stats.t.ppf(0.975, self.reps - 1)) * self.std / math.sqrt(self.reps)

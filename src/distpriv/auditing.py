@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from ._validation import RngLike, as_rng, check_int, check_labels_present, check_real
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError, UnknownLabelError
@@ -143,6 +143,8 @@ def clopper_pearson_lower(successes: ArrayLike, trials: ArrayLike, confidence: f
     p_lo = Beta⁻¹(1 − confidence; k, n − k + 1), and 0 for k = 0 (Clopper & Pearson
     1934). Vectorised; non-integer k (projected counts) are allowed.
     """
+    from scipy import stats
+
     c = _check_confidence(confidence)
     k, n = _counts(successes, trials)
     with np.errstate(invalid="ignore"):
@@ -155,6 +157,8 @@ def clopper_pearson_upper(successes: ArrayLike, trials: ArrayLike, confidence: f
 
     p_hi = Beta⁻¹(confidence; k + 1, n − k), and 1 for k = n. Vectorised.
     """
+    from scipy import stats
+
     c = _check_confidence(confidence)
     k, n = _counts(successes, trials)
     with np.errstate(invalid="ignore"):

@@ -34,15 +34,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_array, check_int, check_real
 from .errors import InvalidParameterError, InvalidTypeError
 from .models import GaussianModel
 from .queries import Predicate, Query, as_predicate, as_query
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["GROUPS", "GroupMoments", "dataset_moments", "moment_model", "protected_count"]
 

@@ -25,14 +25,16 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_array
 from .errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
+
+if TYPE_CHECKING:  # pandas is imported where frames are handled (it costs ~0.4 s to import)
+    import pandas as pd
 
 __all__ = [
     "ADULT_QUERY",
@@ -67,12 +69,16 @@ KINDS: dict[str, str] = {
 
 
 def _is_numeric(series: pd.Series) -> bool:
+    import pandas as pd
+
     return bool(pd.api.types.is_numeric_dtype(series.dtype)) and not isinstance(
         series.dtype, pd.CategoricalDtype
     )
 
 
 def _check_frame(df: Any, name: str = "df") -> pd.DataFrame:
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise InvalidTypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
     return df
@@ -160,6 +166,8 @@ class Condition:
 
     def mask(self, df: pd.DataFrame) -> NDArray[np.bool_]:
         """Boolean (n_rows,) array: which rows satisfy the condition."""
+        import pandas as pd
+
         series = _check_column(df, self.column, "predicate")
         if isinstance(series.dtype, pd.CategoricalDtype) or not _is_numeric(series):
             return self._mask_labels(series)
@@ -197,6 +205,8 @@ class Condition:
         return np.asarray(out, dtype=bool)
 
     def _mask_labels(self, series: pd.Series) -> NDArray[np.bool_]:
+        import pandas as pd
+
         if self.op in _ORDERING:
             hint = ""
             candidate = self.op + self.value

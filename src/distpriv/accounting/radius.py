@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special, stats
+from scipy import special
 
 from ..errors import InvalidParameterError
 
@@ -117,6 +117,8 @@ def min_samples(p: float, gamma: float) -> int:
 
 def sample_l1_radius(deviations: ArrayLike, p: float, gamma: float) -> SampleRadius:
     """Order statistic bounding the (1 − p)-quantile of the deviations from above with confidence >= 1 − γ."""
+    from scipy import stats
+
     x = np.sort(np.asarray(deviations, dtype=float).ravel())
     n = x.size
     need = min_samples(p, gamma)

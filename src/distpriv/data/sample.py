@@ -24,11 +24,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import check_choice, check_int
@@ -38,6 +37,9 @@ from ..queries import Predicate, Query, as_predicate, as_query
 from .aggregate import MISSING_POLICIES, OK, G, Prepared, TableSummary, missing_counts, prepare
 from .expressions import check_names, used_columns
 from .sources import Table, engine_errors, open_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["KEY", "Subsample", "stratified_sample"]
 
@@ -211,6 +213,8 @@ def stratified_sample(
         rows = got[mask]
         order = np.argsort(rows[KEY].to_numpy(dtype=float), kind="stable")[: int(targets[g])]
         parts.append(rows.iloc[order])
+    import pandas as pd
+
     picked = pd.concat(parts, ignore_index=True)
     matrix = picked[prep.contributions].to_numpy(dtype=float)
     protected = picked[G].to_numpy(dtype=bool)

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from .. import relaxed
 from .._validation import RngLike
@@ -108,6 +107,8 @@ def _const(x: NDArray[np.float64]) -> bool:
 
 
 def _test_translation(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
+    from scipy import stats
+
     labs = _labels(pairs)
     ref = model.samples(labs[0]) - model.mean(labs[0])
     dirs = _directions(model, pairs)
@@ -132,6 +133,8 @@ def _test_translation(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Has
 
 
 def _test_gaussian(model: EmpiricalModel, pairs: Sequence[tuple[Hashable, Hashable]], alpha: float) -> TestResult:
+    from scipy import stats
+
     dirs = _directions(model, pairs)
     pvals: list[float] = []
     for lab in _labels(pairs):
@@ -161,6 +164,8 @@ def box_m_test(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     Works on the subspace where the pooled covariance is non-singular; directions
     where both samples are constant are equal (zero) variances and are dropped.
     """
+    from scipy import stats
+
     n1, n2 = x.shape[0], y.shape[0]
     s1 = np.atleast_2d(np.cov(x, rowvar=False))
     s2 = np.atleast_2d(np.cov(y, rowvar=False))

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize
 
 from .. import relaxed
 from .._validation import RngLike, as_rng, check_array
@@ -285,6 +284,7 @@ def _theorem_5_7(
     name: str, model: Any, pairs: Any, eps: float, delta: float, calibration: str, opts: dict[str, Any], w: float, dim: int
 ) -> tuple[Mechanism, float, float, float, float]:
     """Best λ for Theorem 5.7: minimise tr Σ_Z(ε − 2λ, e^{−λ}δ) + 2m(W/λ)². Returns (base, λ, scale, ε′, δ′)."""
+    from scipy import optimize
 
     def objective(lam: float) -> float:
         try:

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..report import render_markdown
 from .core import Prepared, ReleaseResult, prepare, release, select
 from .public import public_context
 from .render import release_sections
 from .selection import Selection
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SideChannelResult", "json_differences", "side_channel_check"]
 
