@@ -18,7 +18,7 @@ from scipy import stats
 import distpriv as dp
 from distpriv.release.noise import exact_rotate, grid_for, plan_noise
 from distpriv.release.sampler import SeededBits, bit_source, sample_rounded, sample_rounded_many
-from distpriv.release.selection import Candidate
+from distpriv.release.selection import Candidate, Relaxation
 
 
 class PrefixBits:
@@ -187,9 +187,9 @@ def _model() -> dp.GaussianModel:
     return dp.GaussianModel(means={0.45: [100.0, 101.0], 0.55: [99.0, 102.0]}, covariances={0.45: cov, 0.55: cov})
 
 
-def _candidate(mech: dp.mechanisms.Mechanism, extra: float = 0.0, **details: float) -> Candidate:
+def _candidate(mech: dp.mechanisms.Mechanism, extra: float = 0.0, relaxation: Relaxation | None = None) -> Candidate:
     return Candidate(mech.name, mech.label, True, "test", mech.dim, mech, extra, None, mech.guarantee,
-                     mech.expected_l2_error, dict(details))
+                     mech.expected_l2_error, relaxation)
 
 
 def test_gaussian_plan_rotates_into_the_eigenbasis_and_keeps_the_covariance() -> None:
@@ -232,7 +232,7 @@ def test_directional_laplace_is_completed_to_an_orthonormal_basis() -> None:
 def test_theorem_5_7_noise_pays_for_the_stage_one_grid() -> None:
     mech = dp.calibrate("expm-laplace", _model(), [(0.45, 0.55)], epsilon=0.8)
     w, lam = 0.37, 0.1
-    cand = _candidate(mech, extra=w / lam, W=w, **{"lambda": lam})
+    cand = _candidate(mech, extra=w / lam, relaxation=Relaxation(lam, w=w))
     plan = plan_noise(cand)
     g = plan.grid
     assert g == grid_for([math.sqrt(2) * mech.scales[0], math.sqrt(2) * mech.scales[1], math.sqrt(2) * w / lam])

@@ -70,7 +70,11 @@ def test_rejected_assumptions_are_corrected_by_theorem_5_7() -> None:
     assert not diag.tests["translation"].holds and not diag.tests["gaussian"].holds
     expm = next(c for c in sel.candidates if c.name == "expm-laplace")
     assert expm.kept and expm.correction.startswith("Thm 5.7")
-    lam = expm.details["lambda"]
+    assert expm.relaxation is not None and expm.relaxation.w == pytest.approx(diag.translation_w)
+    lam = expm.relaxation.lam
+    # the JSON view keeps the correction's parameters, in the order the release has always written them
+    row = expm.to_dict()
+    assert list(row)[-2:] == ["lambda", "W"] and row["lambda"] == lam and row["W"] == expm.relaxation.w
     # base mechanism at ε − 2λ, extra Lap(W/λ): Theorem 5.7 restores exactly the target ε
     assert expm.base.guarantee.epsilon == pytest.approx(1.0 - 2 * lam)
     assert expm.extra_laplace_scale == pytest.approx(diag.translation_w / lam)

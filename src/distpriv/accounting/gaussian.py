@@ -388,7 +388,7 @@ def gaussian_pair_profile(
 def gaussian_1d_delta(m1: float, v1: float, m2: float, v2: float, epsilon: float) -> float:
     """Exact δ(ε) of N(m1, v1) against N(m2, v2) in one dimension (closed form, log space).
 
-    Replaces ``distpriv.attribute.gaussian.gaussian_pair_delta`` (same value, accurate for
+    Replaces ``distpriv.attribute.apgm.gaussian_pair_delta`` (same value, accurate for
     large ε and tiny δ). Variances must be > 0.
     """
     if v1 <= 0 or v2 <= 0:

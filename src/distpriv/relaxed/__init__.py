@@ -27,6 +27,7 @@ from __future__ import annotations
 from .diagnose import (
     Gaps,
     diagnose,
+    divergence_gaps,
     estimate_gaps,
     half_budget_eta,
     pooled_covariance,
@@ -59,6 +60,7 @@ __all__ = [
     "approx_max_divergence_gap",
     "diagnose",
     "equal_covariance_gap",
+    "divergence_gaps",
     "estimate_gaps",
     "gaussian_w_infinity_gap",
     "half_budget_eta",

@@ -47,7 +47,7 @@ from .gaps import (
 )
 from .theorems import PrivacyLoss, split_budget_theorem_5_7, theorem_5_6, theorem_5_7
 
-__all__ = ["Gaps", "diagnose", "estimate_gaps", "half_budget_eta", "pooled_covariance", "research_eta"]
+__all__ = ["Gaps", "diagnose", "divergence_gaps", "estimate_gaps", "half_budget_eta", "pooled_covariance", "research_eta"]
 
 
 # --------------------------------------------------------------------------- η and Σ̄
@@ -143,17 +143,34 @@ def estimate_gaps(
     gw = {lab: float(gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=max_samples,
                                              rng=g))
           for lab in labs}
-    n_min = min(model.samples(lab).shape[0] for lab in labs)
-    div: dict[Hashable, float]
-    if bins is None and histogram_bins(n_min, model.dim) < mb:
-        div = dict.fromkeys(labs, math.inf)
-    else:
-        try:
-            div = {lab: float(approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, e, bins))
-                   for lab in labs}
-        except DistPrivError:  # singular pooled covariance: no density comparison possible
-            div = dict.fromkeys(labs, math.inf)
+    div = divergence_gaps(model, labs, pooled, eta=e, bins=bins, min_bins=mb)
     return Gaps(e, ref, pooled, float(tw), float(ww), gw, div)
+
+
+def divergence_gaps(
+    model: EmpiricalModel,
+    labels: Sequence[Hashable],
+    pooled: NDArray[np.float64],
+    *,
+    eta: float,
+    bins: int | None = None,
+    min_bins: int = 2,
+) -> dict[Hashable, float]:
+    """Per θ, the Theorem 5.6 gap λ_θ = D^η∞ between f_θ and N(μ̂_θ, Σ̄) (:func:`approx_max_divergence_gap`).
+
+    With the default ``bins`` (:func:`histogram_bins`), λ is ``inf`` for every θ when the fewest-sample θ
+    gets fewer than ``min_bins`` cells per axis (a coarser grid can only lower D^η∞, so λ would be
+    optimistic); a singular Σ̄ also gives ``inf``. The one implementation behind :func:`estimate_gaps`
+    and the release's error curves (which re-evaluate λ at other η).
+    """
+    n_min = min(model.samples(lab).shape[0] for lab in labels)
+    if bins is None and histogram_bins(n_min, model.dim) < min_bins:
+        return dict.fromkeys(labels, math.inf)
+    try:
+        return {lab: float(approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta, bins))
+                for lab in labels}
+    except DistPrivError:  # singular pooled covariance: no density comparison possible
+        return dict.fromkeys(labels, math.inf)
 
 
 # --------------------------------------------------------------------------- diagnostics

@@ -257,7 +257,8 @@ def plan_noise(candidate: Any) -> NoisePlan:
     new_extra = extra
     if extra > 0 and grid is not None and any(law != "none" and s > 0 for law, s in zip(laws, scales, strict=True)):
         # the stage-1 rounding is paid for in Theorem 5.7's W (module docstring)
-        w, lam = candidate.details.get("W"), candidate.details.get("lambda")
+        rel = candidate.relaxation
+        w, lam = (None, None) if rel is None else (rel.w, rel.lam)
         if w is None or lam is None or not lam > 0:
             raise AssumptionError(
                 f"{candidate.name}: Theorem 5.7 noise without its W and λ; the grid rounding cannot be accounted for"

@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import attacks, relaxed
-from ..errors import DistPrivError
+from .. import attacks
 from ..formatting import markdown_table
 from ..mechanisms.metadata import CANDIDATES
 from ..models import EmpiricalModel
+from ..relaxed.diagnose import divergence_gaps
 from ..report import Figure, Section, md_code, md_escape
+from .assumptions import MIN_BINS, eta_for
 from .public import PublicContext
-from .selection import eta_for, evaluate_candidate
+from .selection import evaluate_candidate
 
 __all__ = ["attack_summary", "error_curves", "release_figures", "release_sections"]
 
@@ -71,11 +72,7 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
         if not isinstance(model, EmpiricalModel):  # declared model: the gaps are exact and do not depend on ε
             lam = diag.divergence_lambda
         else:
-            try:
-                lam = max(relaxed.approx_max_divergence_gap(model.samples(lab), model.mean(lab), pooled, eta)
-                          for lab in labs)
-            except DistPrivError:
-                lam = math.inf
+            lam = max(divergence_gaps(model, labs, pooled, eta=eta, min_bins=MIN_BINS).values())
         d = replace(diag, eta=eta, divergence_lambda=float(lam))
         for nm in names:
             c = evaluate_candidate(nm, model, list(ctx.pairs), d, epsilon=eps, delta=ctx.delta,

@@ -99,6 +99,39 @@ _MC_SEED = 20240229
 
 
 # --------------------------------------------------------------------------- candidates
+@dataclass(frozen=True)
+class Relaxation:
+    """The parameters of a Theorem 5.6 or 5.7 correction (Chen & Ohrimenko Sec. 5.3).
+
+    ``lam`` is λ (Thm 5.6: the D^η∞ gap; Thm 5.7: the budget spent on the W∞ gap), ``w`` the W∞ gap W
+    of Thm 5.7, ``eta`` the η of Thm 5.6.
+    """
+
+    lam: float
+    w: float | None = None
+    eta: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON fields of a corrected candidate: ``lambda`` then ``W`` (Thm 5.7) or ``eta`` (Thm 5.6)."""
+        out = {"lambda": self.lam}
+        if self.w is not None:
+            out["W"] = self.w
+        if self.eta is not None:
+            out["eta"] = self.eta
+        return out
+
+
+@dataclass(frozen=True)
+class NoiselessTest:
+    """Theorem 5.4 (Chen & Ohrimenko): the largest Mahalanobis distance over Ψ and the D_max it must not exceed."""
+
+    max_mahalanobis: float
+    d_max: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"max_mahalanobis": self.max_mahalanobis, "d_max": self.d_max}
+
+
 @dataclass
 class Candidate:
     """One mechanism as evaluated by :func:`select_mechanism`.
@@ -118,7 +151,9 @@ class Candidate:
     correction: str | None = None
     guarantee: Guarantee | None = None
     expected_l2_error: float = math.inf
-    details: dict[str, Any] = field(default_factory=dict)
+    relaxation: Relaxation | None = None
+    noiseless: NoiselessTest | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -159,7 +194,9 @@ class Candidate:
             "noise_std": [float(s) for s in np.sqrt(np.clip(np.diag(self.noise_covariance), 0, None))] if self.kept else None,
             "extra_laplace_scale": self.extra_laplace_scale,
             "guarantee": None if self.guarantee is None else self.guarantee.to_dict(),
-            **{k: v for k, v in self.details.items() if not k.startswith("_")},
+            **({} if self.relaxation is None else self.relaxation.to_dict()),
+            **({} if self.noiseless is None else self.noiseless.to_dict()),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -360,7 +397,8 @@ def evaluate_candidate(
                     return Candidate(name, label, False, f"Thm 5.4 fails: {why}", dim)
                 g = _finalise(chk.guarantee, epsilon, delta, passed, None)
                 return Candidate(name, label, True, "assumptions not rejected; release without noise is private (Thm 5.4)",
-                                 dim, None, 0.0, None, g, 0.0, {"max_mahalanobis": chk.max_mahalanobis, "d_max": chk.d_max})
+                                 dim, None, 0.0, None, g, 0.0,
+                                 noiseless=NoiselessTest(chk.max_mahalanobis, chk.d_max))
             mech = _calibrate(name, cal_model, pairs, epsilon, delta, calibration, opts, pure=cal_model is model)
             if not _meets(mech.guarantee, epsilon, delta):  # e.g. the classic rule weakened to its proven δ
                 return Candidate(name, label, False, f"proven guarantee (ε, δ) = ({mech.guarantee.epsilon:.4g}, "
@@ -409,7 +447,7 @@ def _corrected(
                                            f"sup_θ W∞(f_θ, f̂_θ) <= W = {w:.6g} (sample estimate; Chen & Ohrimenko Thm 5.7)"],
                           "Chen & Ohrimenko Thm 5.7")
             options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.7", dim, mech, scale, text,
-                                     g, err, {"lambda": lam, "W": w}))
+                                     g, err, Relaxation(lam, w=w)))
         except DistPrivError as exc:
             notes.append(f"Thm 5.7 not applicable: {exc}")
     else:
@@ -432,7 +470,7 @@ def _corrected(
                             g = g.with_assumptions(*passed)
                             options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.6", dim,
                                                      None, 0.0, f"Thm 5.6: λ = {lam:.4g} at η = {eta:.3g}", g, 0.0,
-                                                     {"lambda": lam, "eta": eta}))
+                                                     Relaxation(lam, eta=eta)))
                         else:
                             notes.append(f"Thm 5.6: Thm 5.4 fails at base ε = {e_b:.3g}")
                     else:
@@ -443,7 +481,7 @@ def _corrected(
                         options.append(Candidate(name, label, True, f"{rejected} rejected; corrected by Thm 5.6", dim, mech,
                                                  0.0, f"Thm 5.6: f_θ approximated by {what}; λ = {lam:.4g} at η = {eta:.3g}, "
                                                  f"base at (ε, δ) = ({e_b:.4g}, {d_b:.3g})", g, expected_l2(mech),
-                                                 {"lambda": lam, "eta": eta}))
+                                                 Relaxation(lam, eta=eta)))
                 except DistPrivError as exc:
                     notes.append(f"Thm 5.6 not applicable: {exc}")
             else:
@@ -460,7 +498,7 @@ def _corrected(
         return Candidate(name, label, False, f"{rejected} rejected and no correction applies ({'; '.join(notes) or 'none'})", dim)
     best = min(valid, key=lambda c: c.expected_l2_error)
     if notes:
-        best.details["notes"] = notes
+        best.notes = notes
     return best
 
 
