@@ -10,6 +10,11 @@ Kept so that ``distpriv.attribute.gaussian`` imports keep working; the code live
 from __future__ import annotations
 
 from .apgm import (
+    EQUAL_VAR,
+    GAUSSIAN_COND,
+    MOMENTS_TRUE,
+    SAMPLED,
+    THEOREM,
     AttributeGaussianMechanism,
     apgm,
     apgm_accuracy,
@@ -29,6 +34,11 @@ from .apgm_box import (
 from .record_model import ClassConditionalColumn, GaussianRecordModel
 
 __all__ = [
+    "EQUAL_VAR",
+    "GAUSSIAN_COND",
+    "MOMENTS_TRUE",
+    "SAMPLED",
+    "THEOREM",
     "AttributeGaussianMechanism",
     "ClassConditionalColumn",
     "GaussianRecordModel",

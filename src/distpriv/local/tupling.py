@@ -1,4 +1,4 @@
-"""The tupling mechanism with random dummies (tupling paper Section 6, Algorithm 1).
+"""The tupling mechanism with random dummies (Kawamoto & Murakami, the tupling paper, Section 6, Algorithm 1).
 
 ``Q^tp_{k,ν,A}(x)``: draw ``s ~ A(x)``, draw ``k`` dummies ``r_1..r_k ~ ν``
 i.i.d., insert ``s`` at a uniformly random position and release the

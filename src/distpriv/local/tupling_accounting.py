@@ -1,4 +1,4 @@
-"""Exact accounting of the tupling mechanism (the library's addition to tupling paper Section 6).
+"""Exact accounting of the tupling mechanism (the library's addition to Kawamoto & Murakami, the tupling paper, Section 6).
 
 The law of a tuple of ``Q^tp_{k,ν,A}`` (:class:`~distpriv.local.Tupling`) is
 ``Q#(λ)[ȳ] = 1/(k+1) Π_j ν[y_j] · Σ_i w_λ(y_i)`` with ``w_λ = A#(λ)/ν``
