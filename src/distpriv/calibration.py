@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from ._validation import check_choice, check_delta, check_epsilon, check_positive, check_real
 from .errors import ClassicCalibrationWarning, InvalidParameterError
@@ -174,6 +174,8 @@ def _max_distance_scalar(eps: float, dl: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e8:  # pragma: no cover - unreachable for δ in (0, 1)
             raise InvalidParameterError("delta: too close to 1 to calibrate")
+    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
+
     return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
@@ -191,6 +193,8 @@ def gaussian_max_distance_vectorised(epsilon: float, delta: float) -> float:
     lo, hi = 1e-12, 1.0
     while f(hi) < 0:
         hi *= 2.0
+    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
+
     return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
@@ -213,6 +217,8 @@ def gaussian_epsilon(distance: float, delta: float) -> float:
     hi = max(1.0, d * d)
     while f(hi) > 0:
         hi *= 2.0
+    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
+
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 

@@ -74,7 +74,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import linprog
 from scipy.sparse import coo_array, csr_array
 from scipy.sparse.csgraph import maximum_flow
 from scipy.spatial.distance import cdist
@@ -324,6 +323,8 @@ def _flow_oracle(
         a_ub = coo_array(
             (data, (np.concatenate([rows, n + cols]), np.tile(np.arange(e), 2))), shape=(n + k, e)
         ).tocsc()
+        from scipy.optimize import linprog  # lazy: scipy.optimize costs ~0.4 s to import
+
         res = linprog(
             -np.ones(e),
             A_ub=a_ub,

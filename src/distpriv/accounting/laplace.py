@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from . import pld
 
@@ -465,6 +465,8 @@ def coupling_delta_bound(mean: ArrayLike, cov: ArrayLike, scales: ArrayLike, eps
             return float(tail_for(t0, e / e.sum())[0])
 
         start = np.log(cands[2] + 1e-300)
+        from scipy import optimize  # lazy: ~0.4 s to import
+
         res = optimize.minimize(obj, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 200 * d})
         e = np.exp(res.x - res.x.max())
         cands.append(e / e.sum())

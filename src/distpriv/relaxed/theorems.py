@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import minimize_scalar
 
 from .._validation import (
     RngLike,
@@ -207,6 +206,8 @@ def split_budget_theorem_5_7(
         def objective(lm: float) -> float:
             b = float(base_std(et - 2.0 * lm, math.exp(-lm) * dt))
             return b * b + 2.0 * (w / lm) ** 2
+
+        from scipy.optimize import minimize_scalar  # lazy: scipy.optimize costs ~0.4 s to import
 
         res = minimize_scalar(
             objective,
