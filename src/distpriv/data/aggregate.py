@@ -8,11 +8,12 @@ group g ∈ {P (predicate true), Q (the rest)}, over complete rows:
 * Σ v_j, min v_j, max v_j for every statistic j,
 * Σ v_j v_l for every pair j ≤ l,
 
-plus, over all rows, the number of missing cells (null or NaN) of every used
-column. These are simple sums of per-row expressions, grouped by two boolean
-keys (the group flag and "row complete"), so every engine runs them as a single
-streaming ``GROUP BY`` (:func:`summarize`), and only a few hundred numbers come
-back to Python.
+plus the number of incomplete rows (a null or NaN in a used column). These are
+simple sums of per-row expressions, grouped by two boolean keys (the group flag
+and "row complete"), so every engine runs them as a single streaming
+``GROUP BY`` (:func:`summarize`), and only a few hundred numbers come back to
+Python. Only when some row is incomplete does a second, filtered pass count the
+missing cells of every used column.
 
 Numerics. The centred scatter Σ (v − a)(v − a)ᵀ = Σ v vᵀ − N a aᵀ loses digits
 when |a_j| ≫ sd_j. With κ_j = (Σ v_j² / N) / S_jj the relative error of S_jj is
@@ -251,7 +252,6 @@ def summarize(
         *(nw.col(_v(j)).sum().alias(f"__dp_s{j}") for j in range(m)),
         *(nw.col(_v(j)).min().alias(f"__dp_lo{j}") for j in range(m)),
         *(nw.col(_v(j)).max().alias(f"__dp_hi{j}") for j in range(m)),
-        *(nw.col(_m(i)).sum().alias(f"__dp_ms{i}") for i in range(len(prep.used))),
     ]
     rows = _products_pass(prep, prep.frame, [G, OK], first, extra)
     passes = 1
@@ -334,11 +334,22 @@ def summarize(
     return TableSummary(moments, total, total - kept if policy == "drop" else 0, miss, ranges, passes)
 
 
+def _missing_cells(prep: Prepared, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Missing cells per used column. The ``GROUP BY`` rows already count the incomplete rows (OK false):
+    when there are none every count is 0 and no pass is run; otherwise one pass sums the indicators over the
+    incomplete rows. (Summing them in the main pass cost a third of its time on a 40M-row file.)"""
+    if not any(int(r[N]) for r in rows if not r[OK]):
+        return {c: 0 for c in prep.used}
+    aggs = [nw.col(_m(i)).sum().alias(f"__dp_ms{i}") for i in range(len(prep.used))]
+    got = _rows(prep.frame.filter(~nw.col(OK)).select(*aggs), prep.table.what, prep.table.backend)
+    return {c: int(got[0][f"__dp_ms{i}"] or 0) for i, c in enumerate(prep.used)}
+
+
 def _check_missing(rows: list[dict[str, Any]], prep: Prepared, policy: str) -> tuple[int, dict[str, int]]:
     """Total rows and missing cells per used column; raise under ``missing="error"`` or when nothing is left."""
     what = prep.table.what
     total = sum(int(r[N]) for r in rows)
-    miss = {c: sum(int(r[f"__dp_ms{i}"] or 0) for r in rows) for i, c in enumerate(prep.used)}
+    miss = _missing_cells(prep, rows)
     if total == 0:
         raise InvalidParameterError(f"{what}: the table has no rows")
     bad = {c: k for c, k in miss.items() if k}
@@ -355,8 +366,7 @@ def _check_missing(rows: list[dict[str, Any]], prep: Prepared, policy: str) -> t
 
 def missing_counts(prep: Prepared, policy: str) -> NDArray[np.int64]:
     """Complete rows per group (N_P, N_Q) in one counting pass, applying the missing-value policy."""
-    aggs = [nw.len().alias(N), *(nw.col(_m(i)).sum().alias(f"__dp_ms{i}") for i in range(len(prep.used)))]
-    rows = _rows(prep.frame.group_by(G, OK).agg(*aggs), prep.table.what, prep.table.backend)
+    rows = _rows(prep.frame.group_by(G, OK).agg(nw.len().alias(N)), prep.table.what, prep.table.backend)
     _check_missing(rows, prep, policy)
     counts = np.zeros(2, dtype=np.int64)
     for r in rows:
