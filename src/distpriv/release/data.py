@@ -55,6 +55,7 @@ from ..errors import InvalidParameterError
 from ..models import EmpiricalModel, GaussianModel
 from ..moments import GroupMoments
 from ..queries import Predicate, Query, Statistic
+from .resample import resample_counts
 
 __all__ = [
     "SUBSAMPLE_ROWS",
@@ -305,8 +306,9 @@ class MomentSampler:
     the Q-subsample: without replacement when the model draws without replacement (a population) and
     k <= s_P — a uniform k-subset of a uniform s_P-subset is a uniform k-subset of the group, so each
     raw draw then has exactly the sampler's law — and otherwise k draws with replacement from the
-    subsample (multinomial counts, O(s) work per dataset whatever n is; exactly the model's law when the
-    subsample is the whole group and the model draws with replacement).
+    subsample (multinomial counts, O(s) work per dataset whatever n is, drawn by
+    :func:`distpriv.release.resample.resample_counts`; exactly the model's law when the subsample is the
+    whole group and the model draws with replacement).
 
     *Moment matching.* For each θ a reference batch X of R raw draws (seeded from the public seed and k)
     with mean x̄ and covariance C is mapped to x̄ ↦ μ_θ, X ↦ μ_θ + (X − x̄) C^{+1/2} Σ_θ^{1/2}, where
@@ -370,7 +372,7 @@ class MomentSampler:
                 kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
                 w = (keys <= kth).astype(float)
             else:
-                w = g.multinomial(k, np.full(s, 1.0 / s), size=b).astype(float)
+                w = resample_counts(k, s, b, g)
             out[start : start + b] = w @ mat
         return out
 

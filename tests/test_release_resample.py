@@ -1,0 +1,122 @@
+"""The Poissonised multinomial sampler (distpriv.release.resample) has exactly the Multinomial(k; 1/s, …) law.
+
+Statistical tests at fixed seeds: chi-square goodness of fit of the joint counts against the exact multinomial
+pmf (cells with expected count >= 5 kept, the rest pooled), at level 1e-4, for the default Poisson rate and for
+rates far below and above k/s (the correction of step 2, then of step 3, does all the work). A wrong correction
+(e.g. removing balls uniformly over bins instead of over balls) shifts cell probabilities by O(1/k), which the
+200,000 draws here resolve: see test_wrong_removal_is_detected.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from distpriv.release.resample import POISSON_MIN_RATE, resample_counts, uniform_multinomial
+
+DRAWS = 200_000
+
+
+def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
+    if s == 1:
+        return [(k,)]
+    return [(i, *rest) for i in range(k + 1) for rest in _compositions(k - i, s - 1)]
+
+
+def _gof_pvalue(w: np.ndarray, k: int, s: int) -> float:
+    cells = _compositions(k, s)
+    index = {c: i for i, c in enumerate(cells)}
+    observed = np.bincount([index[tuple(int(x) for x in row)] for row in w], minlength=len(cells)).astype(float)
+    probs = np.array([math.factorial(k) / math.prod(math.factorial(c) for c in cell) / s**k for cell in cells])
+    expected = probs * w.shape[0]
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return float(stats.chisquare(obs, exp).pvalue)
+
+
+@pytest.mark.parametrize("rate_factor", [None, 0.5, 1.0, 1.6])
+def test_joint_law_is_multinomial(rate_factor):
+    k, s = 40, 3
+    rate = None if rate_factor is None else rate_factor * k / s
+    w = uniform_multinomial(k, s, DRAWS, np.random.default_rng(11), rate=rate)
+    assert w.shape == (DRAWS, s) and w.dtype == np.int64
+    assert np.all(w.sum(axis=1) == k) and np.all(w >= 0)
+    assert _gof_pvalue(w, k, s) > 1e-4
+
+
+def test_moments_match_multinomial():
+    k, s, n = 50_000, 200, 4_000
+    w = uniform_multinomial(k, s, n, np.random.default_rng(5)).astype(float)
+    p = 1.0 / s
+    # mean of every count is k/s; the per-bin means over n draws have sd sqrt(k p (1 - p) / n)
+    se = math.sqrt(k * p * (1 - p) / n)
+    assert np.abs(w.mean(axis=0) - k * p).max() < 5 * se
+    # variance k p (1 - p) and covariance -k p^2, averaged over bins (relative sd ~ sqrt(2 / (n s)))
+    var = w.var(axis=0, ddof=1).mean()
+    assert abs(var / (k * p * (1 - p)) - 1) < 6 * math.sqrt(2 / (n * s))
+    c = np.cov(w[:, :2], rowvar=False)[0, 1]
+    assert abs(c - (-k * p * p)) < 6 * k * p * (1 - p) / math.sqrt(n)
+
+
+def test_wrong_removal_is_detected():
+    """The test above has the power to see a plausible bug: removing balls bin-uniformly (not ball-uniformly)."""
+    k, s = 40, 3
+    g = np.random.default_rng(11)
+    w = g.poisson(1.6 * k / s, size=(DRAWS, s))
+    for i in np.flatnonzero(w.sum(axis=1) > k):
+        while w[i].sum() > k:
+            j = g.choice(np.flatnonzero(w[i] > 0))
+            w[i, j] -= 1
+    keep = w.sum(axis=1) == k
+    assert _gof_pvalue(w[keep], k, s) < 1e-6
+
+
+def test_resample_counts_switches_at_the_rate():
+    s = 10
+    small = resample_counts(int(POISSON_MIN_RATE * s) - 1, s, 3, np.random.default_rng(0))
+    same = np.random.default_rng(0).multinomial(int(POISSON_MIN_RATE * s) - 1, np.full(s, 0.1), size=3)
+    np.testing.assert_array_equal(small, same)  # below the threshold: numpy's stream, unchanged
+    big = resample_counts(int(POISSON_MIN_RATE * s), s, 3, np.random.default_rng(0))
+    np.testing.assert_array_equal(big, uniform_multinomial(int(POISSON_MIN_RATE * s), s, 3, np.random.default_rng(0)))
+    assert big.dtype == float and np.all(big.sum(axis=1) == POISSON_MIN_RATE * s)
+
+
+def test_edge_cases():
+    g = np.random.default_rng(1)
+    assert uniform_multinomial(0, 4, 3, g).sum() == 0
+    np.testing.assert_array_equal(uniform_multinomial(7, 1, 2, g), [[7], [7]])
+    assert uniform_multinomial(5, 3, 0, g).shape == (0, 3)
+    with pytest.raises(ValueError):
+        uniform_multinomial(-1, 3, 1, g)
+
+
+def test_sampler_with_replacement_at_large_k_follows_the_closed_form() -> None:
+    """MomentSampler.raw for a table modelled from itself with k/s >= POISSON_MIN_RATE (the Poissonised
+    counts): mean and variance of F within sampling error of the closed-form moments (with replacement)."""
+    import pandas as pd
+
+    from distpriv.data import stratified_sample, summarize
+    from distpriv.release.data import MomentSampler
+
+    rng = np.random.default_rng(2)
+    rich = rng.random(1500) < 0.45
+    table = pd.DataFrame({"age": rng.gamma(4.0, 10.0, 1500) + 17 + 8 * rich,
+                          "sex": np.where(rng.random(1500) < 0.4, "Female", "Male"),
+                          "income": np.where(rich, ">50K", "<=50K")})
+    q, protect, n = ["mean:age", "count:sex=Female"], "income=>50K", 200_000
+    summary = summarize(table, q, protect)
+    sub = stratified_sample(table, q, protect, 4000, seed=0, summary=summary)  # whole groups
+    assert sub.sizes == tuple(int(c) for c in summary.moments.counts)
+    sampler = MomentSampler(sub, summary.moments, n, replace=True, reference=200, seed=0)
+    for theta in (0.3, 0.6):
+        assert min(theta * n / sub.sizes[0], (1 - theta) * n / sub.sizes[1]) >= POISSON_MIN_RATE
+        mu, cov = sampler.exact_moments(theta)
+        raw = sampler.raw(theta, 4000, np.random.default_rng(9))
+        assert np.all(np.abs(raw.mean(axis=0) - mu) < 4.5 * np.sqrt(np.diag(cov) / 4000))
+        assert np.all(np.abs(raw.var(axis=0, ddof=1) / np.diag(cov) - 1) < 4.5 * np.sqrt(2 / 3999))
