@@ -114,3 +114,30 @@ def test_seed_range_and_reserved_names(table):
         dd.stratified_sample(table, Q, PROTECT, 5, seed=2**63)
     with pytest.raises(InvalidParameterError, match="reserved by distpriv"):
         dd.stratified_sample(table.assign(__dp_u=1.0), Q, PROTECT, 5)
+
+
+def test_parquet_row_numbers_give_the_window_keys(table, tmp_path):
+    """Parquet scans number rows from file_row_number/file_index + footer offsets instead of a window:
+    the same keys, hence the same subsample, as ``row_number() OVER ()`` over the files in order (one file,
+    and three files of different sizes through a glob)."""
+    from distpriv.data.sample import _parquet_rows
+
+    table.to_parquet(tmp_path / "one.parquet", index=False)
+    for i, part in enumerate(np.array_split(np.arange(len(table)), [300, 1100])):
+        table.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    for source in (str(tmp_path / "one.parquet"), str(tmp_path / "part-*.parquet")):
+        t = dd.open_table(source)
+        scan = _parquet_rows(t, ["my age"])
+        assert scan is not None
+        rel, row = scan
+        fast = [r[0] for r in rel.project(f"({row})::UBIGINT").fetchall()]
+        window = [r[0] for r in t.native.project("(row_number() OVER ())::UBIGINT").fetchall()]
+        assert fast == window == list(range(1, len(table) + 1))
+        sub = dd.stratified_sample(source, Q, PROTECT, 150, seed=3)
+        t_csv = tmp_path / "same.csv"
+        table.to_csv(t_csv, index=False)  # CSV keeps the window: same keys, same rows
+        ref = dd.stratified_sample(str(t_csv), Q, PROTECT, 150, seed=3)
+        np.testing.assert_allclose(sub.matrix, ref.matrix, rtol=1e-12)
+    # a column named like a virtual column: the window is used
+    table.assign(file_row_number=1).to_parquet(tmp_path / "clash.parquet", index=False)
+    assert _parquet_rows(dd.open_table(str(tmp_path / "clash.parquet")), ["my age"]) is None

@@ -12,7 +12,9 @@ than s_g rows pass (probability below 1e-6) q_g is doubled and the filter
 rerun. Only about s_g + 5√s_g rows per group leave the engine.
 
 Keys per engine: numpy ``default_rng(seed)`` for in-memory frames; DuckDB
-``hash(row_number() OVER () XOR hash(seed))`` (file order is kept); Polars
+``hash(row_number() OVER () XOR hash(seed))`` (file order is kept; for Parquet
+files the row number is read from the scan's ``file_row_number`` instead of a
+window, same values); Polars
 ``hash(seed)`` of the row index; Dask ``default_rng([seed, partition])`` per
 partition; Spark ``rand(seed)``. The same seed on the same data in the same
 order (and partitioning, for Dask/Spark) gives the same subsample; different
@@ -36,7 +38,7 @@ from ..moments import GroupMoments
 from ..queries import Predicate, Query, as_predicate, as_query
 from .aggregate import MISSING_POLICIES, OK, G, Prepared, TableSummary, missing_counts, prepare
 from .expressions import check_names, used_columns
-from .sources import Table, engine_errors, open_table
+from .sources import Table, _format, engine_errors, open_table, quote_ident
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,6 +51,22 @@ _INDEX = "__dp_i"
 _TWO53 = 9007199254740992.0
 
 
+class _Rows:
+    """The sampled rows of the used columns: the engine's result and the picked row positions; the pandas
+    frame is built on first use (and kept)."""
+
+    def __init__(self, result: nw.DataFrame[Any], index: NDArray[np.intp]) -> None:
+        self.result = result
+        self.index = index
+        self.frame: pd.DataFrame | None = None
+
+    def to_pandas(self) -> pd.DataFrame:
+        if self.frame is None:
+            picked = self.result[self.index.tolist()] if self.index.size else self.result.head(0)
+            self.frame = picked.to_pandas().reset_index(drop=True)
+        return self.frame
+
+
 @dataclass(frozen=True)
 class Subsample:
     """Rows sampled per group: their used columns, contributions and group.
@@ -56,7 +74,7 @@ class Subsample:
     Attributes
     ----------
     frame:
-        pandas DataFrame of the used columns of the sampled rows (P rows first, then Q).
+        pandas DataFrame of the used columns of the sampled rows (P rows first, then Q), built on first access.
     matrix:
         (s_P + s_Q, m) per-record contributions v(r) of the query, same row order.
     protected:
@@ -67,13 +85,18 @@ class Subsample:
         What was sampled and with which seed.
     """
 
-    frame: pd.DataFrame
+    rows: _Rows
     matrix: NDArray[np.float64]
     protected: NDArray[np.bool_]
     population_counts: NDArray[np.int64]
     query: Query
     predicate: Predicate
     seed: int
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The used columns of the sampled rows as a pandas DataFrame (imports pandas on first use)."""
+        return self.rows.to_pandas()
 
     @property
     def sizes(self) -> tuple[int, int]:
@@ -106,8 +129,13 @@ def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> 
             # DuckDB's 64-bit integer mixer (murmurhash64) of (row number XOR a hash of the seed); the
             # two-argument hash(a, b) only XORs the hashes and is not uniform enough for this
             # (tests/test_data_sample.py::test_inclusion_is_uniform).
-            mixed = f"hash(xor((row_number() OVER ())::UBIGINT, hash({seed}::UBIGINT)))"
-            rel = native.project(f'*, ({mixed} >> 11)::DOUBLE / {_TWO53} AS "{KEY}"')
+            scan = _parquet_rows(table, columns)
+            if scan is not None:
+                rel, row = scan
+            else:
+                rel, row = native, "row_number() OVER ()"
+            mixed = f"hash(xor(({row})::UBIGINT, hash({seed}::UBIGINT)))"
+            rel = rel.project(f'*, ({mixed} >> 11)::DOUBLE / {_TWO53} AS "{KEY}"')
             return nw.from_native(rel)
         if table.backend == "polars-lazy":
             import polars as pl
@@ -124,6 +152,35 @@ def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> 
 
             return nw.from_native(native.withColumn(KEY, F.rand(seed)))
     raise InvalidTypeError(f"{table.what}: sampling is not supported for backend {table.backend!r}")
+
+
+def _parquet_rows(table: Table, columns: Sequence[str] | None) -> tuple[Any, str] | None:
+    """For Parquet files: a scan of ``columns`` with the row number (1-based, in file order over the files)
+    read from the scan's ``file_row_number`` and ``file_index`` plus per-file offsets from the footers,
+    instead of the ``row_number() OVER ()`` window (which costs a sort-free but serial pass; 0.89 s
+    against 0.51 s for the sampling pass over a 40M-row file). Same numbers, hence the same keys and the
+    same subsample. ``None`` (use the window) for CSV, frames, or when a column of that name exists."""
+    if not table.files or table.connection is None or columns is None:
+        return None
+    if any(_format(p, table.what) != "parquet" for p in table.files):
+        return None
+    if any(c in cols for cols in table.file_columns for c in ("file_row_number", "file_index")):
+        return None
+    con = table.connection
+    files = [str(p) for p in table.files]
+    many = len(files) > 1
+    rel = con.read_parquet(files if many else files[0], union_by_name=many, file_row_number=True)
+    cols = ", ".join(quote_ident(c) for c in columns)
+    if not many:
+        return rel.project(f"{cols}, file_row_number"), "file_row_number + 1"
+    sizes = con.execute("SELECT file_name, num_rows FROM parquet_file_metadata($files)", {"files": files}).fetchall()
+    by_name = dict(sizes)
+    if any(f not in by_name for f in files):  # names reported differently: keep the window
+        return None
+    offsets = np.concatenate([[0], np.cumsum([int(by_name[f]) for f in files])[:-1]])
+    listed = ", ".join(str(int(o)) for o in offsets)
+    row = f"file_row_number + 1 + ([{listed}]::UBIGINT[])[file_index::BIGINT + 1]"
+    return rel.project(f"{cols}, file_row_number, file_index"), row
 
 
 def _from_native_quiet(native: Any) -> nw.LazyFrame[Any]:
@@ -189,12 +246,15 @@ def stratified_sample(
     targets = np.minimum(count, counts)
     q_g = [_threshold(int(targets[g]), int(counts[g])) for g in range(2)]
     keep = [*prep.used, *prep.contributions, G, KEY]
+    numeric = [*prep.contributions, G, KEY]
     while True:
         cond = nw.col(OK) & (nw.col(KEY) < nw.when(nw.col(G)).then(nw.lit(q_g[0])).otherwise(nw.lit(q_g[1])))
         with engine_errors(table.what, table.backend):
-            got = prep.frame.filter(cond).select(*keep).collect().to_pandas()
-        got = got.reset_index(drop=True)
-        flags = got[G].to_numpy(dtype=bool)
+            got = prep.frame.filter(cond).select(*keep).collect()
+            # plain Python values of the few thousand rows: converting columns to numpy through pyarrow would
+            # import pandas (~0.3 s), which only the rows' frame needs (built on demand, Subsample.frame)
+            cols = got.select(*numeric).to_dict(as_series=False)
+        flags = np.asarray(cols[G], dtype=bool)
         short = False
         for g, mask in enumerate((flags, ~flags)):
             have = int(mask.sum())
@@ -208,15 +268,13 @@ def stratified_sample(
                 short = True
         if not short:
             break
-    parts = []
+    keys = np.asarray(cols[KEY], dtype=float)
+    picked = []
     for g, mask in enumerate((flags, ~flags)):
-        rows = got[mask]
-        order = np.argsort(rows[KEY].to_numpy(dtype=float), kind="stable")[: int(targets[g])]
-        parts.append(rows.iloc[order])
-    import pandas as pd
-
-    picked = pd.concat(parts, ignore_index=True)
-    matrix = picked[prep.contributions].to_numpy(dtype=float)
-    protected = picked[G].to_numpy(dtype=bool)
-    frame = picked[prep.used].reset_index(drop=True)
-    return Subsample(frame, matrix, protected, counts.astype(np.int64), q, pred, s)
+        at = np.flatnonzero(mask)
+        picked.append(at[np.argsort(keys[at], kind="stable")[: int(targets[g])]])
+    index = np.concatenate(picked)
+    matrix = np.column_stack([np.asarray(cols[c], dtype=float) for c in prep.contributions])[index]
+    matrix = matrix.reshape(index.size, q.dim)
+    rows = _Rows(got.select(*prep.used), index)
+    return Subsample(rows, matrix, flags[index], counts.astype(np.int64), q, pred, s)
