@@ -1,4 +1,4 @@
-"""distpriv.stattests: χ² tail, D'Agostino–Pearson normaltest and two-sample KS without scipy.stats.
+"""distpriv.stattests: χ² and binomial tails, D'Agostino–Pearson normaltest, two-sample KS without scipy.stats.
 
 scipy.stats is the independent oracle. The agreement asserted is **bit-identical** (``==``),
 not a tolerance: the module evaluates the same formulas with the same floating-point
@@ -23,9 +23,11 @@ import pytest
 from scipy import stats
 
 from distpriv import stattests
+from distpriv.accounting.radius import min_samples, sample_l1_radius
 from distpriv.stattests import (
     _ks_equal_n_sf,
     _ks_unequal_n_sf,
+    binom_sf,
     chi2_sf,
     ks_2samp,
     ks_2samp_pvalue,
@@ -74,6 +76,44 @@ def test_chi2_two_degrees_of_freedom_is_exponential() -> None:
     """P(χ²₂ > x) = exp(−x/2) (closed form; rel. 1e-13 since chdtrc is an incomplete-gamma routine)."""
     for x in [1e-8, 0.1, 1.0, 2.5, 10.0, 50.0, 300.0]:
         assert chi2_sf(x, 2.0) == pytest.approx(math.exp(-x / 2), rel=1e-13)
+
+
+# --------------------------------------------------------------------------- binomial tail and the order-statistic radius
+def test_binom_sf_matches_scipy_bit_for_bit() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(2000):
+        n = int(rng.integers(0, 10**6)) if rng.random() < 0.7 else int(rng.integers(0, 60))
+        p = float(rng.choice([0.0, 1.0, rng.uniform(), 1 - 10 ** rng.uniform(-8, -1)]))
+        k = int(rng.integers(-2, n + 3)) if rng.random() < 0.5 else int(round(n * p + rng.normal() * 3))
+        assert binom_sf(k, n, p) == float(stats.binom.sf(k, n, p)), (k, n, p)
+    assert binom_sf(3, 10, 1.5) != binom_sf(3, 10, 1.5)  # NaN outside [0, 1], as scipy
+    assert binom_sf(2, 4, 0.5) == pytest.approx(5 / 16, rel=1e-15)  # P(Bin(4, 1/2) >= 3) = (4 + 1)/16
+
+
+def _old_order_statistic_index(n: int, p: float, gamma: float) -> int:
+    """sample_l1_radius's index as computed before (scipy.stats.binom.ppf/sf): the oracle."""
+    k = int(stats.binom.ppf(1.0 - gamma, n, 1.0 - p))
+    while k >= 1 and float(stats.binom.sf(k - 1, n, 1.0 - p)) <= gamma:
+        k -= 1
+    while float(stats.binom.sf(k, n, 1.0 - p)) > gamma:
+        k += 1
+    return k + 1
+
+
+def test_sample_l1_radius_index_unchanged() -> None:
+    """The least j with P(Bin(N, 1 − p) >= j) <= γ, as with scipy.stats, on random (N, p, γ)."""
+    rng = np.random.default_rng(9)
+    checked = 0
+    while checked < 300:
+        p, gamma = float(10 ** rng.uniform(-5, -0.3)), float(10 ** rng.uniform(-9, -0.05))
+        need = min_samples(p, gamma)
+        if need > 100_000:
+            continue
+        n = int(need + rng.integers(0, 2 * need + 50))
+        r = sample_l1_radius(np.arange(n, dtype=float)[::-1], p, gamma)
+        j = _old_order_statistic_index(n, p, gamma)
+        assert (r.index, r.c) == (j, float(j - 1)), (n, p, gamma)
+        checked += 1
 
 
 # --------------------------------------------------------------------------- normaltest
@@ -245,7 +285,7 @@ def test_ks_2samp_large_samples_use_the_asymptotic_law_like_scipy() -> None:
 
 
 # --------------------------------------------------------------------------- the release does not load scipy.stats
-def test_release_assumption_tests_do_not_import_scipy_stats() -> None:
+def test_release_assumption_tests_and_radius_do_not_import_scipy_stats() -> None:
     code = textwrap.dedent("""
         import sys
         import numpy as np
@@ -255,6 +295,8 @@ def test_release_assumption_tests_do_not_import_scipy_stats() -> None:
         model = dp.EmpiricalModel({0.45: r.normal(size=(300, 2)), 0.55: r.exponential(size=(400, 2))})
         diag = diagnose_assumptions(model, [(0.45, 0.55)], epsilon=1.0, delta=1e-3)
         assert {t.name for t in diag.tests.values()} == {"translation", "gaussian", "equal_covariance"}
+        from distpriv.accounting.radius import sample_l1_radius  # the Approximate Wasserstein candidate's c
+        assert sample_l1_radius(np.abs(r.normal(size=5000)), 1e-2, 1e-3).index == 4971  # scipy.stats.binom: 4971
         print(sorted(m for m in sys.modules if m == "scipy.stats" or m.startswith("scipy.stats.")))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

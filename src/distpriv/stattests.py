@@ -1,13 +1,16 @@
-"""The three hypothesis tests the release's assumption checks use, without importing ``scipy.stats``.
+"""The hypothesis tests and tails the release uses, without importing ``scipy.stats``.
 
 ``import scipy.stats`` costs ~1 s (it builds every distribution's docstring) and the
-release (:mod:`distpriv.release.assumptions`) needs only three things from it. They are
-computed here from their formulas with numpy and :mod:`scipy.special` (cheap, already loaded)
-and follow ``scipy.stats``' default conventions (scipy 1.17: 1-D input, ``axis=0``,
-``nan_policy="propagate"``, ``ks_2samp(method="auto")``), so that the release's diagnostics
-do not change:
+release needs only four things from it (the assumption tests of
+:mod:`distpriv.release.assumptions` and the order-statistic radius of
+:mod:`distpriv.accounting.radius`). They are computed here from their formulas with numpy and
+:mod:`scipy.special` (cheap, already loaded) and follow ``scipy.stats``' default conventions
+(scipy 1.17: 1-D input, ``axis=0``, ``nan_policy="propagate"``, ``ks_2samp(method="auto")``),
+so that the release's output does not change:
 
 * :func:`chi2_sf` — the χ² upper tail, ``scipy.stats.chi2.sf``;
+* :func:`binom_sf` — the binomial upper tail, ``scipy.stats.binom.sf`` (for the order-statistic
+  radius of :mod:`distpriv.accounting.radius`, also on the release path);
 * :func:`normaltest` — D'Agostino–Pearson's omnibus K² test, ``scipy.stats.normaltest``;
 * :func:`ks_2samp` — the two-sided two-sample Kolmogorov–Smirnov test with its exact
   null distribution, ``scipy.stats.ks_2samp``.
@@ -55,6 +58,24 @@ def chi2_sf(x: float, df: float) -> float:
     if math.isinf(x):
         return 0.0
     return float(special.chdtrc(df, x))
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """Upper tail P(Bin(n, p) > k) = I_p(k + 1, n − k), the regularized incomplete beta function.
+
+    The identity Σ_{i>k} C(n, i) p^i (1−p)^{n−i} = I_p(k+1, n−k) (0 <= k < n) is e.g.
+    Abramowitz & Stegun 26.5.24. Same values as ``scipy.stats.binom.sf(k, n, p)`` for integer
+    k, n >= 0 and p in [0, 1] (bit for bit: both are Boost's ``ibeta``, via
+    ``scipy.special.betainc``): 1 for k < 0, 0 for k >= n; NaN for n < 0 or p outside [0, 1].
+    """
+    k, n, p = int(k), int(n), float(p)
+    if n < 0 or not 0 <= p <= 1:
+        return math.nan
+    if k < 0:
+        return 1.0
+    if k >= n:
+        return 0.0
+    return float(special.betainc(k + 1, n - k, p))
 
 
 # --------------------------------------------------------------------------- normality
@@ -290,6 +311,7 @@ def ks_2samp_pvalue(x: ArrayLike, y: ArrayLike) -> float:
 __all__ = [
     "KS_MAX_EXACT_N",
     "TestStatistic",
+    "binom_sf",
     "chi2_sf",
     "ks_2samp",
     "ks_2samp_pvalue",
