@@ -117,7 +117,7 @@ def min_samples(p: float, gamma: float) -> int:
 
 
 def _binom_quantile_guess(y: float, n: int, q: float) -> int:
-    """Starting point ⌈k⌉ with P(Bin(n, q) <= k) = y (``scipy.special.bdtrik``, k continuous), else ⌊nq⌋.
+    """Starting point ⌈k⌉ with P(Bin(n, q) <= k) = y (``scipy.special.bdtrik``, k continuous), else ⌈nq⌉.
 
     Only a start: :func:`sample_l1_radius` then steps to the least k with P(Bin(n, q) > k) <= γ,
     which does not depend on where it starts (the tail is decreasing in k).
