@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from ..errors import InvalidParameterError
+from ..stattests import binom_sf
 
 
 def _z(p: float) -> float:
@@ -115,10 +116,20 @@ def min_samples(p: float, gamma: float) -> int:
     return int(math.ceil(math.log(gamma) / math.log1p(-p)))
 
 
+def _binom_quantile_guess(y: float, n: int, q: float) -> int:
+    """Starting point ⌈k⌉ with P(Bin(n, q) <= k) = y (``scipy.special.bdtrik``, k continuous), else ⌈nq⌉.
+
+    Only a start: :func:`sample_l1_radius` then steps to the least k with P(Bin(n, q) > k) <= γ,
+    which does not depend on where it starts (the tail is decreasing in k).
+    """
+    k = float(special.bdtrik(y, n, q))
+    if not math.isfinite(k):
+        k = n * q
+    return min(max(int(math.ceil(k)), 0), n)
+
+
 def sample_l1_radius(deviations: ArrayLike, p: float, gamma: float) -> SampleRadius:
     """Order statistic bounding the (1 − p)-quantile of the deviations from above with confidence >= 1 − γ."""
-    from scipy import stats
-
     x = np.sort(np.asarray(deviations, dtype=float).ravel())
     n = x.size
     need = min_samples(p, gamma)
@@ -127,10 +138,10 @@ def sample_l1_radius(deviations: ArrayLike, p: float, gamma: float) -> SampleRad
             f"samples: {n} per θ cannot certify the (1 − {p:g}) quantile of ||F − E F||_1 with confidence "
             f"{1 - gamma:g}; at least {need if need < 10**12 else f'{float(need):.3g}'} samples per θ are needed "
             "(or pass c=)")
-    k = int(stats.binom.ppf(1.0 - gamma, n, 1.0 - p))  # least k with P(Bin <= k) >= 1 − γ
-    while k >= 1 and float(stats.binom.sf(k - 1, n, 1.0 - p)) <= gamma:
+    k = _binom_quantile_guess(1.0 - gamma, n, 1.0 - p)  # ~ least k with P(Bin <= k) >= 1 − γ
+    while k >= 1 and binom_sf(k - 1, n, 1.0 - p) <= gamma:
         k -= 1
-    while float(stats.binom.sf(k, n, 1.0 - p)) > gamma:
+    while binom_sf(k, n, 1.0 - p) > gamma:
         k += 1
     j = k + 1  # P(Bin(n, 1 − p) >= j) <= γ, j least
     if j > n:  # pragma: no cover - excluded by min_samples
