@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
+import pickle
 import warnings
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
+
+T = TypeVar("T")
 
 
 def profile_by_integration(distance: float, epsilon: float) -> float:
@@ -69,3 +76,39 @@ def adult_ok():  # noqa: ANN201
     except DataUnavailableError as exc:  # pragma: no cover - depends on the machine
         pytest.skip(f"Adult data unavailable: {exc}")
     return True
+
+
+def computed_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per test run, also under pytest-xdist: the first worker to ask pickles the value into
+    the run's shared temporary root (under an exclusive ``flock``), the others wait for it and read it back.
+    Without xdist it is simply ``compute()`` (the caller is a session fixture)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute()
+    root = tmp_path_factory.getbasetemp().parent  # shared by the workers of this run, fresh for each run
+    path = root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return pickle.loads(path.read_bytes())  # noqa: S301 - written by this run a moment ago
+        value = compute()
+        path.write_bytes(pickle.dumps(value))
+        return value
+
+
+#: ε grids of the one small Figure 2 run shared by test_chen_ohrimenko_figures.py and test_chen_ohrimenko_render.py
+#: (they used to compute it twice, ~30 s of the suite). Each ε point is computed independently of the rest of its
+#: grid (same data and the same noise stream per panel and mechanism, see figures._error_curves), so the union of
+#: the two former grids gives each file the numbers it had: panel a keeps 0.5 and 2 (the smoke test's monotone
+#: pair) and gains 10 (the zero-noise DauM point); panels b and c keep the range ends the render test checks.
+FIGURE2_SMALL_EPSILONS = {"a": (0.5, 2.0, 10.0), "b": (1.0, 10.0), "c": (0.1, 10.0)}
+
+
+@pytest.fixture(scope="session")
+def figure2_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One Figure 2 computation (reps=3, 300 model samples) for every test that reads it; do not mutate it."""
+    from distpriv.experiments import chen_ohrimenko as co
+
+    return computed_once(
+        tmp_path_factory, "figure2_small",
+        lambda: co.figure2(reps=3, model_samples=300, epsilons=FIGURE2_SMALL_EPSILONS),
+    )

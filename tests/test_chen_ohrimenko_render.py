@@ -19,10 +19,12 @@ def _legend_texts(fig) -> list[str]:
     return out
 
 
-def test_figure2_panels_have_distinct_titles_legend_and_zero_marks(adult_ok):
+def test_figure2_panels_have_distinct_titles_legend_and_zero_marks(figure2_small):
     import matplotlib.pyplot as plt
 
-    res = co.figure2(reps=3, model_samples=300, epsilons={"a": (0.5, 10.0), "b": (1.0, 10.0), "c": (0.1, 10.0)})
+    # reps=3, 300 model samples, ε ranges a [0.5, 10], b [1, 10], c [0.1, 10] (the run shared with
+    # test_chen_ohrimenko_figures.py)
+    res = figure2_small
     titles = [res["panels"][p]["title"] for p in "abc"]
     assert len(set(titles)) == 3 and [t[:3] for t in titles] == ["(a)", "(b)", "(c)"]
     assert "ε ∈ [1, 10]" in titles[1] and "ε ∈ [0.1, 10]" in titles[2]
