@@ -157,9 +157,9 @@ def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> 
 def _parquet_rows(table: Table, columns: Sequence[str] | None) -> tuple[Any, str] | None:
     """For Parquet files: a scan of ``columns`` with the row number (1-based, in file order over the files)
     read from the scan's ``file_row_number`` and ``file_index`` plus per-file offsets from the footers,
-    instead of the ``row_number() OVER ()`` window (which costs a sort-free but serial pass; 0.89 s
-    against 0.51 s for the sampling pass over a 40M-row file). Same numbers, hence the same keys and the
-    same subsample. ``None`` (use the window) for CSV, frames, or when a column of that name exists."""
+    instead of the ``row_number() OVER ()`` window (the whole sampling pass over a 40M-row file: 0.54–0.60 s
+    against 0.85–0.91 s with the window, idle machine). Same numbers, hence the same keys and the same
+    subsample. ``None`` (use the window) for CSV, frames, or when a column of that name exists."""
     if not table.files or table.connection is None or columns is None:
         return None
     if any(_format(p, table.what) != "parquet" for p in table.files):
