@@ -138,6 +138,19 @@ def test_parquet_row_numbers_give_the_window_keys(table, tmp_path):
         table.to_csv(t_csv, index=False)  # CSV keeps the window: same keys, same rows
         ref = dd.stratified_sample(str(t_csv), Q, PROTECT, 150, seed=3)
         np.testing.assert_allclose(sub.matrix, ref.matrix, rtol=1e-12)
-    # a column named like a virtual column: the window is used
+    # a column named like a virtual column, in any case (DuckDB matches names case-insensitively): the window is
+    # used, and the keys stay distinct and seeded (review: `File_Index` in a glob made every key equal)
     table.assign(file_row_number=1).to_parquet(tmp_path / "clash.parquet", index=False)
     assert _parquet_rows(dd.open_table(str(tmp_path / "clash.parquet")), ["my age"]) is None
+    table.assign(FILE_ROW_NUMBER=1).to_parquet(tmp_path / "upper.parquet", index=False)
+    assert _parquet_rows(dd.open_table(str(tmp_path / "upper.parquet")), ["my age"]) is None
+    for i, part in enumerate(np.array_split(np.arange(len(table)), 2)):
+        table.iloc[part].assign(File_Index=9).to_parquet(tmp_path / f"fi-{i}.parquet", index=False)
+    glob = str(tmp_path / "fi-*.parquet")
+    assert _parquet_rows(dd.open_table(glob), ["my age"]) is None
+    for source in (glob, str(tmp_path / "upper.parquet")):
+        a = dd.stratified_sample(source, Q, PROTECT, 150, seed=3)
+        b = dd.stratified_sample(source, Q, PROTECT, 150, seed=4)
+        ref = dd.stratified_sample(str(t_csv), Q, PROTECT, 150, seed=3)
+        np.testing.assert_allclose(a.matrix, ref.matrix, rtol=1e-12)  # same keys as the window over the rows
+        assert not np.array_equal(a.matrix, b.matrix)
