@@ -225,6 +225,10 @@ def register(app: typer.Typer) -> None:
                     stages.step("writing the report")
                     write_release(result, folder.path, extra=extra)
                 folder.commit()
+        from ..release.public import curator_lines
+
+        for line in curator_lines(result.curator_notes):  # private facts for the curator alone, never in a file
+            print(line, file=sys.stderr)
         _warn_noise(result.to_json())
         if fmt == "json":
             doc = result.to_json()

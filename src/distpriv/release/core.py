@@ -122,6 +122,10 @@ class ReleaseResult:
     randomness: str  # "os" or "seeded"
     composition: Composition | None = None
     release_id: str = field(default_factory=new_release_id)
+    #: private facts for the curator alone (the private share outside the published range, the kept count of
+    #: ``missing="drop"``, clamped rows, ...): never in a public file; the CLI prints each on stderr as a line
+    #: starting with :data:`~distpriv.release.public.CURATOR_PREFIX`, which the audit's side-channel diff skips
+    curator_notes: list[str] = field(default_factory=list)
 
     @property
     def chosen(self) -> Candidate:

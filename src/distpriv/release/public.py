@@ -29,7 +29,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data import Modelling
     from .selection import Selection
 
-__all__ = ["DATA_DEPENDENT", "PublicContext", "public_context", "public_payload"]
+__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "curator_lines", "public_context",
+           "public_payload"]
+
+#: What may differ between the public outputs of two releases whose datasets differ only in the secret (with
+#: ``--population`` or ``--model``): these payload fields and their renderings in report.md / report.html.
+#: Everything else published (files, names, sizes, stdout, public stderr, exit code) must be identical; the
+#: audit's side-channel check and the tests diff everything else (docs/publishing.md).
+MAY_DIFFER: tuple[str, ...] = (
+    "statistics[].value", "statistics[].interval", "statistics[].display", "provenance.time", "provenance.release_id",
+)
+
+#: Start of every stderr line meant for the curator alone (private facts; never written to a public file and
+#: skipped by the side-channel diff). Every other stderr line is public.
+CURATOR_PREFIX = "curator:"
+
+
+def curator_lines(notes: list[str] | tuple[str, ...]) -> list[str]:
+    """The curator-only stderr lines of ``notes`` (each prefixed with :data:`CURATOR_PREFIX`, one line each)."""
+    return [f"{CURATOR_PREFIX} {' '.join(str(n).split())}" for n in notes]
 
 #: Payload fields that depend on the private data when f_θ is modelled from it (``--model-from-data``).
 DATA_DEPENDENT: tuple[str, ...] = (
