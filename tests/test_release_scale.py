@@ -180,7 +180,9 @@ def test_cli_sep_encoding_missing_glob_and_bad_input(tmp_path, table, pop) -> No
               "--epsilon", "1", "--delta", "1e-3", "--samples", "100", "--seed", "3", "--format", "json"]
     plain = ["--stat", "mean:age", *common[4:12], "--format", "json"]  # no count, no seed
     good = {
-        "latin-1": ["release", "t.csv", "--sep", ";", "--encoding", "latin-1", "--population", "pop.csv", *common],
+        # --sep/--encoding apply to every CSV input (issue 23): the UTF-8, comma-separated population overrides them
+        "latin-1": ["release", "t.csv", "--sep", ";", "--encoding", "latin-1", "--population", "pop.csv",
+                    "--population-sep", ",", "--population-encoding", "utf-8", *common],
         "utf-8": ["release", "t-utf8.csv", "--population", "pop.csv", *common],
         "glob": ["release", "t-utf8.csv", "--population", "p*.parquet", *plain],
     }

@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> None:
         _register()
         app(args=argv, prog_name="distpriv")
     except DistPrivError as exc:
+        from ..release.public import curator_lines
+
+        for line in curator_lines(list(getattr(exc, "curator_notes", ()) or ())):  # private: stderr only
+            print(line, file=sys.stderr)
         msg = " ".join(str(exc).split())
         print(f"distpriv: error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -55,6 +55,17 @@ _CAL = typer.Option(None, "--calibration", help="Gaussian calibration: exact (de
 _MISSING = typer.Option(None, "--missing", help="Missing values in a used column: error (default) or drop the rows.")
 _SEP = typer.Option(None, "--sep", help="CSV delimiter (one character; default ',' and tab for .tsv).")
 _ENCODING = typer.Option(None, "--encoding", help="CSV encoding: utf-8 (default), utf-16 or latin-1.")
+_NA = typer.Option(None, "--na-values", metavar="TOKENS",
+                   help="CSV cells read as missing, comma-separated (default: NA,N/A,NaN,nan,null,NULL; an empty "
+                        "cell is always missing). Applies to every CSV input.")
+_DECIMAL = typer.Option(None, "--decimal", metavar="CHAR",
+                        help="Decimal mark of numbers in every CSV input: '.' (default) or ','.")
+_THOUSANDS = typer.Option(None, "--thousands", metavar="CHAR",
+                          help="Thousands separator of numbers in every CSV input, e.g. ',' to read \"3,250\".")
+_POP_SEP = typer.Option(None, "--population-sep", metavar="CHAR",
+                        help="CSV delimiter of the population when it differs from --sep.")
+_POP_ENCODING = typer.Option(None, "--population-encoding", metavar="NAME",
+                             help="CSV encoding of the population when it differs from --encoding.")
 _TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret drawn from the auditor's model.")
 _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
@@ -86,6 +97,11 @@ class SpecOptions:
     sep: str | None
     encoding: str | None
     force: bool
+    na_values: str | None = None
+    decimal: str | None = None
+    thousands: str | None = None
+    population_sep: str | None = None
+    population_encoding: str | None = None
 
     def spec_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`distpriv.release.spec.build_spec` (all but the command's own)."""
@@ -94,7 +110,9 @@ class SpecOptions:
                 "mechanism": self.mechanism, "population": self.population, "config": self.config,
                 "model": self.model, "model_from_data": self.model_from_data or None, "n": self.n,
                 "samples": self.samples, "calibration": self.calibration, "missing": self.missing, "sep": self.sep,
-                "encoding": self.encoding}
+                "encoding": self.encoding, "na_values": self.na_values, "decimal": self.decimal,
+                "thousands": self.thousands, "population_sep": self.population_sep,
+                "population_encoding": self.population_encoding}
 
 
 #: (name, type, typer default) of every shared option, in --help order
@@ -105,6 +123,8 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("model_from_data", bool, _FROM_DATA), ("config", Path, _CONFIG), ("fmt", str, _FMT), ("out", Path, _OUT),
     ("n", int, _N), ("samples", int, _SAMPLES), ("calibration", str, _CAL), ("missing", str, _MISSING),
     ("sep", str, _SEP), ("encoding", str, _ENCODING), ("force", bool, _FORCE),
+    ("na_values", str, _NA), ("decimal", str, _DECIMAL), ("thousands", str, _THOUSANDS),
+    ("population_sep", str, _POP_SEP), ("population_encoding", str, _POP_ENCODING),
 )
 
 

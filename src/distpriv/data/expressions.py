@@ -82,6 +82,45 @@ def _categories(table: Table, column: str, dtype: Any) -> list[str] | None:
     return None
 
 
+def _parses_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def text_number_hint(table: Table, column: str, limit: int = 200) -> str:
+    """Why a column meant to hold numbers holds text: an offending value and the option that reads it.
+
+    Looks at up to ``limit`` distinct non-missing cells (a bounded query in the table's engine, only on this
+    error path) for one that is not a number: ``"3,250"`` suggests ``--thousands``, ``"2,5"`` ``--decimal``,
+    a token such as ``"n/a"`` or ``"-"`` ``--na-values``.
+    """
+    try:
+        frame = table.frame.select(nw.col(column).cast(nw.String)).unique().head(limit)
+        cells = [c for c in frame.collect().get_column(column).to_list() if c is not None]
+    except Exception:  # the hint is best effort: the error it decorates is raised anyway
+        return ""
+    bad = next((str(c) for c in cells if not _parses_as_number(str(c).strip())), None)
+    if bad is None:
+        return ""
+    digits = bad.replace(",", "").replace(".", "").replace(" ", "").lstrip("+-")
+    if digits.isdigit() and "," in bad and "." in bad:
+        fix = ("read it with --decimal ',' --thousands '.'" if bad.rindex(",") > bad.rindex(".")
+               else "read it with --thousands ','")
+    elif digits.isdigit() and "," in bad:
+        if bad.count(",") == 1 and len(bad.split(",")[1]) != 3:
+            fix = "read numbers with a decimal comma with --decimal ','"
+        else:
+            fix = "read numbers with thousands separators with --thousands ','"
+    elif digits.isdigit() and bad.count(".") > 1:
+        fix = "read it with --decimal ',' --thousands '.'"
+    else:
+        fix = "if it marks a missing value, list it in --na-values"
+    return f" (it holds text such as {bad!r}, which is not a number; {fix})"
+
+
 def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") -> nw.Expr:
     """Boolean expression of one ``column op value`` condition (module docstring for the semantics)."""
     table.check_columns([cond.column], what)
@@ -94,8 +133,11 @@ def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") ->
             hint = ""
             if cats is not None and cond.op + cond.value in cats:
                 hint = f"; did you mean '{cond.column}={cond.op + cond.value}'?"
+            if not hint and table.files:
+                hint = text_number_hint(table, cond.column)
             raise InvalidParameterError(
-                f"{what}: operator {cond.op!r} needs a numeric column, but {cond.column!r} holds labels{hint}"
+                f"{what}: operator {cond.op!r} needs a numeric column, but {cond.column!r} holds labels{hint} "
+                f"(in {table.what})"
             )
         if cats is not None and cond.value not in cats:
             raise UnknownLabelError(
@@ -151,7 +193,8 @@ def contribution_expr(stat: Statistic, table: Table) -> nw.Expr:
     table.check_columns([stat.column], what)
     dtype = table.schema[stat.column]
     if column_kind(dtype) == "label":
-        raise InvalidTypeError(f"{what}: {stat.kind} needs a numeric column, {stat.column!r} has dtype {dtype}")
+        raise InvalidTypeError(f"{what}: {stat.kind} needs a numeric column, {stat.column!r} has dtype {dtype} in "
+                               f"{table.what}{text_number_hint(table, stat.column)}")
     return nw.col(stat.column).cast(nw.Float64)
 
 

@@ -38,11 +38,13 @@ from ..errors import (
 
 __all__ = [
     "BACKENDS",
+    "NA_VALUES",
     "SUFFIXES_CSV",
     "SUFFIXES_PARQUET",
     "SUPPORTED_INPUTS",
     "Table",
     "engine_errors",
+    "is_csv_input",
     "list_preview",
     "open_table",
 ]
@@ -72,6 +74,10 @@ _IMPLEMENTATIONS = {
 #: Columns pandas writes for a non-default index (``DataFrame.to_parquet``): dropped from Parquet scans.
 _PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
+#: Cells read as missing in CSV files unless ``na_values`` says otherwise (R's ``NA``, pandas' ``NaN``, JSON's
+#: ``null``, spreadsheets' ``N/A``); an empty cell is always missing.
+NA_VALUES = ("", "NA", "N/A", "NaN", "nan", "null", "NULL")
+
 # DuckDB's CSV reader decodes these natively (others need an extension download).
 _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "iso8859-1": "latin-1"}
 
@@ -83,9 +89,49 @@ def list_preview(items: Sequence[Any], limit: int = 10) -> str:
     return f"[{shown}{more}]"
 
 
+_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CSV_FILE = re.compile(r"^\s*file = (.+?)\s*$", re.MULTILINE)
+_CONVERT = re.compile(r'converting column "(.+?)"\. Could not convert string "(.*?)" to')
+
+
+def translate_engine_error(message: str, what: str, backend: str) -> str:
+    """One line for an engine's error: for DuckDB's CSV errors the file, the line and the option that likely
+    fixes it (``--encoding``, ``--sep``, ``--na-values``/``--decimal``/``--thousands``); else its first line."""
+    line = _CSV_LINE.search(message)
+    if backend == "duckdb" and line is not None:
+        fm = _CSV_FILE.search(message)
+        where = f"{Path(fm.group(1)).name} line {line.group(1)}" if fm else f"line {line.group(1)}"
+        if fm is not None:
+            what = re.sub(r" \(.*\)$", "", what)  # "data (x.csv)": the file is named below
+        conv = _CONVERT.search(message)
+        low = message.lower()
+        pop = what.startswith("--population")
+        enc_opt = "--encoding (or --population-encoding)" if pop else "--encoding"
+        sep_opt = "--sep (or --population-sep)" if pop else "--sep"
+        if "utf-8" in low or "unicode" in low or "encod" in low:
+            return (f"{what}: cannot read {where}: the bytes are not valid in the expected encoding; give the "
+                    f"file's encoding with {enc_opt} (e.g. latin-1)")
+        if conv is not None:
+            return (f"{what}: cannot read {where}: column {conv.group(1)!r} holds {conv.group(2)!r}, not a number "
+                    "like the rows before it; if it marks a missing value add it to --na-values, if it is a number "
+                    "written with separators give --decimal/--thousands")
+        if "column" in low and ("expected" in low or "too many" in low or "number of columns" in low):
+            return (f"{what}: cannot read {where}: the row has a different number of columns than the header; "
+                    f"give the delimiter with {sep_opt} (e.g. ';')")
+        if "quote" in low:
+            return f"{what}: cannot read {where}: an unterminated quoted value; check the delimiter ({sep_opt})"
+        first = next((ln.strip() for ln in message.splitlines()[1:] if ln.strip()), "")
+        return f"{what}: cannot read {where}: {first[:200]}; check --sep, --encoding and --na-values"
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    if len(first) > 300:
+        first = first[:297] + "..."
+    return f"{what}: {backend} engine error: {first}"
+
+
 @contextlib.contextmanager
 def engine_errors(what: str, backend: str) -> Iterator[None]:
-    """Turn an engine's exception into a one-line :class:`EngineError` (distpriv errors pass through)."""
+    """Turn an engine's exception into a one-line :class:`EngineError` (distpriv errors pass through);
+    DuckDB's CSV errors name the file, the line and the likely option (:func:`translate_engine_error`)."""
     try:
         yield
     except DistPrivError:
@@ -93,10 +139,8 @@ def engine_errors(what: str, backend: str) -> Iterator[None]:
     except MemoryError:
         raise EngineError(f"{what}: the {backend} engine ran out of memory") from None
     except Exception as exc:  # engines raise many unrelated types
-        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        if len(first) > 300:
-            first = first[:297] + "..."
-        raise EngineError(f"{what}: {backend} engine error: {first}") from None
+        text = str(exc) if str(exc).strip() else type(exc).__name__
+        raise EngineError(translate_engine_error(text, what, backend)) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,6 +281,41 @@ def _duckdb_encoding(encoding: str | None, what: str) -> str | None:
     return _DUCKDB_ENCODINGS[name]
 
 
+def check_na_values(na_values: Any) -> tuple[str, ...]:
+    """The tokens read as missing: :data:`NA_VALUES` for ``None``; else the given strings plus the empty cell."""
+    if na_values is None:
+        return NA_VALUES
+    if isinstance(na_values, str):
+        na_values = na_values.split(",")
+    if not isinstance(na_values, (list, tuple)) or not all(isinstance(v, str) for v in na_values):
+        raise InvalidTypeError(f"--na-values: expected strings such as 'NA,-999', got {na_values!r}")
+    return tuple(dict.fromkeys(["", *(v.strip() for v in na_values)]))
+
+
+def check_number_format(decimal: Any, thousands: Any) -> tuple[str | None, str | None]:
+    """Validate ``decimal`` ('.' or ',') and ``thousands`` (one character, not the decimal mark)."""
+    if decimal is not None and decimal not in (".", ","):
+        raise InvalidParameterError(f"--decimal: expected '.' or ',', got {decimal!r}")
+    if thousands is not None and (not isinstance(thousands, str) or len(thousands) != 1 or thousands.isalnum()):
+        raise InvalidParameterError(f"--thousands: expected one separator character such as ',' or '.', got "
+                                    f"{thousands!r}")
+    if thousands is not None and thousands == (decimal or "."):
+        raise InvalidParameterError(f"--thousands: {thousands!r} is also the decimal mark; give --decimal as well")
+    return decimal, thousands
+
+
+def is_csv_input(data: Any) -> bool:
+    """True when ``data`` is a path, a glob or a list of them naming CSV files (by suffix): what the CSV
+    options (delimiter, encoding, missing-value tokens, number format) apply to."""
+    items = [data] if _is_pathlike(data) else (list(data) if isinstance(data, (list, tuple)) else [])
+    if not items or not all(map(_is_pathlike, items)):
+        return False
+    try:
+        return all(_format(Path(os.fspath(i)), "data") == "csv" for i in items)
+    except DistPrivError:
+        return False
+
+
 def quote_ident(name: str) -> str:
     """A DuckDB identifier in double quotes (embedded quotes doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
@@ -250,6 +329,9 @@ def _open_files(
     encoding: str | None,
     strip: bool,
     duckdb_config: dict[str, Any] | None,
+    na_values: Any = None,
+    decimal: str | None = None,
+    thousands: str | None = None,
 ) -> Table:
     import duckdb
 
@@ -263,6 +345,10 @@ def _open_files(
     enc = _duckdb_encoding(encoding, what)
     if kind == "parquet" and (sep is not None or enc is not None):
         raise InvalidParameterError(f"sep, encoding: only apply to CSV files, but {what} is Parquet")
+    if kind == "parquet" and (na_values is not None or decimal is not None or thousands is not None):
+        raise InvalidParameterError(f"na_values, decimal, thousands: only apply to CSV files, but {what} is Parquet")
+    nulls = check_na_values(na_values)
+    decimal, thousands = check_number_format(decimal, thousands)
     config = {"preserve_insertion_order": True, **(duckdb_config or {})}
     with engine_errors(what, "duckdb"):
         con = duckdb.connect(":memory:", config=config)
@@ -275,8 +361,14 @@ def _open_files(
         if kind == "parquet":
             return con.read_parquet(files if many else files[0], union_by_name=many)
         # SQL with parameters: the Python read_csv wrapper of some DuckDB versions ignores `encoding`.
-        params: dict[str, Any] = {"files": files, "union": many}
-        opts = ["header = true", "union_by_name = $union"]
+        params: dict[str, Any] = {"files": files, "union": many, "nulls": list(nulls)}
+        opts = ["header = true", "union_by_name = $union", "nullstr = $nulls"]
+        if decimal is not None:
+            opts.append("decimal_separator = $dec")
+            params["dec"] = decimal
+        if thousands is not None:
+            opts.append("thousands = $thou")
+            params["thou"] = thousands
         if delim is not None:
             opts.append("sep = $sep")
             params["sep"] = delim
@@ -353,6 +445,9 @@ def open_table(
     encoding: str | None = None,
     strip: bool = True,
     duckdb_config: dict[str, Any] | None = None,
+    na_values: Sequence[str] | str | None = None,
+    decimal: str | None = None,
+    thousands: str | None = None,
 ) -> Table:
     """A :class:`Table` over ``data`` (see the module docstring for what is accepted).
 
@@ -364,6 +459,12 @@ def open_table(
         Name of the argument in error messages.
     sep, encoding:
         CSV options (single-character delimiter; utf-8, utf-16 or latin-1). ``.tsv`` files default to tabs.
+    na_values:
+        CSV cells read as missing (a list, or one comma-separated string); default :data:`NA_VALUES`
+        (``NA``, ``N/A``, ``NaN``, ``nan``, ``null``, ``NULL``); an empty cell is always missing.
+    decimal, thousands:
+        Number format of CSV cells: the decimal mark (``'.'`` default, or ``','``) and a thousands
+        separator (none by default), so that ``"3,250"`` reads as 3250 with ``thousands=','``.
     strip:
         Strip spaces after the delimiter in CSV text cells (pandas' ``skipinitialspace``, as the
         release's CSV reader does).
@@ -382,8 +483,10 @@ def open_table(
         The engine cannot read a file.
     """
     if isinstance(data, Table):
-        if sep is not None or encoding is not None or duckdb_config is not None:
-            raise InvalidParameterError("sep, encoding, duckdb_config: apply when a table is opened, not to a Table")
+        if (sep is not None or encoding is not None or duckdb_config is not None or na_values is not None
+                or decimal is not None or thousands is not None):
+            raise InvalidParameterError("sep, encoding, na_values, decimal, thousands, duckdb_config: apply when a "
+                                        "table is opened, not to a Table")
         return data
     if not isinstance(what, str) or not what:
         raise InvalidTypeError(f"what: expected a non-empty string, got {what!r}")
@@ -391,9 +494,12 @@ def open_table(
         raise InvalidTypeError(f"strip: expected True or False, got {strip!r}")
     if _is_pathlike(data) or (isinstance(data, (list, tuple)) and data and all(map(_is_pathlike, data))):
         paths = _expand(data, what)
-        return _open_files(paths, what=what, sep=sep, encoding=encoding, strip=strip, duckdb_config=duckdb_config)
+        return _open_files(paths, what=what, sep=sep, encoding=encoding, strip=strip, duckdb_config=duckdb_config,
+                           na_values=na_values, decimal=decimal, thousands=thousands)
     if isinstance(data, (list, tuple)):
         raise InvalidTypeError(f"{what}: a list of inputs must hold file paths or globs; expected {SUPPORTED_INPUTS}")
     if sep is not None or encoding is not None:
         raise InvalidParameterError("sep, encoding: only apply to CSV file inputs, not to frames")
+    if na_values is not None or decimal is not None or thousands is not None:
+        raise InvalidParameterError("na_values, decimal, thousands: only apply to CSV file inputs, not to frames")
     return _wrap_frame(data, what)

@@ -41,6 +41,7 @@ from .data import (
     Table,
     build_query,
     check_pairs_achievable,
+    csv_options,
     declared_modelling,
     input_sha256,
     model_f_theta,
@@ -175,24 +176,28 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
         data = spec.data
-    csv = {"sep": spec.sep, "encoding": spec.encoding} if _is_files(data) else {}
     pop_value = spec.population if spec.population is not None else spec.population_frame
     prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
-    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv)
-    # --sep/--encoding describe the data file; a population's CSV delimiter is detected by DuckDB
+    # the CSV options apply to every CSV input (open_input ignores them for Parquet files and frames)
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv_options(spec, "data"))
     population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
-                                                           missing=spec.missing)
+                                                           missing=spec.missing,
+                                                           **csv_options(spec, "--population"))
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
     if declared is None:
         if spec.n is None and table.kept != table.rows and not spec.model_from_data:
             # the model (and so every published noise scale) depends on n; rows dropped for missing values make
             # the kept count a function of the data, possibly of the secret (independent review): make it a choice
-            raise InvalidParameterError(
-                f"--missing drop: {table.rows - table.kept} rows were dropped, so the number of rows kept depends on "
-                "the data and would shape the published noise; declare it public with --n (the kept count), or "
-                "model f_θ with --model-from-data (outside the guarantee) or --model"
+            exc = InvalidParameterError(
+                f"--missing drop: {table.rows - table.kept} rows were dropped from the data (not the population), so "
+                "the number of rows kept depends on the data and would shape the published noise; declare it public "
+                "with --n (the kept count), or model f_θ with --model-from-data (outside the guarantee) or --model"
             )
+            # the count is private: for the curator's eyes (a 'curator:' line of the CLI), never in a public file
+            exc.curator_notes = [f"--missing drop kept {table.kept} of the data's {table.rows} rows "  # type: ignore[attr-defined]
+                                 f"(--n {table.kept} declares that count public)"]
+            raise exc
         n = table.kept if spec.n is None else spec.n
         check_pairs_achievable(spec.pairs, n)
         if n != table.kept:

@@ -51,6 +51,7 @@ from .._validation import as_rng
 from ..data import Table as EngineTable
 from ..data import TableSummary, open_table, stratified_sample, summarize
 from ..data.sample import Subsample
+from ..data.sources import is_csv_input
 from ..errors import InvalidParameterError
 from ..models import EmpiricalModel, GaussianModel
 from ..moments import GroupMoments
@@ -64,6 +65,7 @@ __all__ = [
     "Table",
     "bootstrap_sampler",
     "build_query",
+    "csv_options",
     "declared_modelling",
     "file_sha256",
     "gaussian_sampler",
@@ -141,6 +143,18 @@ def _sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def csv_options(spec: Any, what: str) -> dict[str, Any]:
+    """The CSV options of one input of a :class:`~distpriv.release.spec.ReleaseSpec`: ``--sep``, ``--encoding``,
+    ``--na-values``, ``--decimal`` and ``--thousands`` apply to every input; ``--population-sep`` and
+    ``--population-encoding`` override the first two for the population."""
+    sep, encoding = spec.sep, spec.encoding
+    if what == "--population":
+        sep = spec.population_sep if spec.population_sep is not None else sep
+        encoding = spec.population_encoding if spec.population_encoding is not None else encoding
+    return {"sep": sep, "encoding": encoding, "na_values": spec.na_values, "decimal": spec.decimal,
+            "thousands": spec.thousands}
+
+
 def open_input(
     value: Any,
     query: Query,
@@ -150,8 +164,15 @@ def open_input(
     missing: str = "error",
     sep: str | None = None,
     encoding: str | None = None,
+    na_values: Sequence[str] | str | None = None,
+    decimal: str | None = None,
+    thousands: str | None = None,
 ) -> Table:
     """Open ``value`` (a path, glob or list of them, or a supported frame) and run the aggregate pass.
+
+    The CSV options (delimiter, encoding, missing-value tokens, number format:
+    :func:`distpriv.data.open_table`) apply when ``value`` names CSV files and are ignored for Parquet
+    files and frames, so one set of options can describe every input of a release.
 
     Raises a :class:`~distpriv.errors.DistPrivError` naming ``what`` for a missing file, a glob matching
     nothing, a column missing from some files, unknown or non-numeric columns, missing values (unless
@@ -160,7 +181,10 @@ def open_input(
     """
     if isinstance(value, Table):
         return value
-    source = open_table(value, what=what, sep=sep, encoding=encoding)
+    opts: dict[str, Any] = {}
+    if is_csv_input(value):
+        opts = {"sep": sep, "encoding": encoding, "na_values": na_values, "decimal": decimal, "thousands": thousands}
+    source = open_table(value, what=what, **opts)
     summary = summarize(source, query, predicate, missing=missing)
     where = "the data" if what == "data" else what
     counts = summary.moments.counts

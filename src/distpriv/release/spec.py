@@ -34,6 +34,7 @@ from typing import Any
 
 from .._validation import check_delta, check_epsilon
 from ..calibration import CALIBRATIONS
+from ..data.sources import check_na_values, check_number_format
 from ..errors import (
     DataUnavailableError,
     InvalidParameterError,
@@ -54,6 +55,7 @@ SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
     "missing", "sep", "encoding",
+    "na_values", "decimal", "thousands", "population_sep", "population_encoding",
 )
 
 #: The one-line error when no source of f_θ is given (or more than one).
@@ -134,7 +136,11 @@ class ReleaseSpec:
     population_frame: a population frame (pandas, Polars, DuckDB, Dask, PySpark) instead of ``population``.
     missing: ``"error"`` (default: refuse missing values in a used column, naming it and the count) or
         ``"drop"`` (drop those rows; n is then the number of rows kept).
-    sep, encoding: CSV delimiter (one character) and encoding (utf-8, utf-16, latin-1) of the input files.
+    sep, encoding: CSV delimiter (one character) and encoding (utf-8, utf-16, latin-1) of every CSV input.
+    na_values: CSV cells read as missing in every CSV input (default ``NA``, ``N/A``, ``NaN``, ``nan``, ``null``,
+        ``NULL``; an empty cell is always missing).
+    decimal, thousands: number format of every CSV input (``','`` and ``'.'`` for ``"3.250,5"``).
+    population_sep, population_encoding: the population's delimiter and encoding when they differ.
 
     ``data`` and ``population`` may be globs (``"logs/*.parquet"``): files are scanned lazily.
     """
@@ -160,6 +166,11 @@ class ReleaseSpec:
     missing: str = "error"
     sep: str | None = None
     encoding: str | None = None
+    na_values: tuple[str, ...] | None = None
+    decimal: str | None = None
+    thousands: str | None = None
+    population_sep: str | None = None
+    population_encoding: str | None = None
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -202,6 +213,17 @@ class ReleaseSpec:
             raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
             raise InvalidParameterError(f"--encoding: expected an encoding name such as latin-1, got {self.encoding!r}")
+        if self.population_sep is not None and (not isinstance(self.population_sep, str)
+                                                or len(self.population_sep) != 1):
+            raise InvalidParameterError(f"--population-sep: expected a single character such as ';', got "
+                                        f"{self.population_sep!r}")
+        if self.population_encoding is not None and (not isinstance(self.population_encoding, str)
+                                                     or not self.population_encoding):
+            raise InvalidParameterError(f"--population-encoding: expected an encoding name such as latin-1, got "
+                                        f"{self.population_encoding!r}")
+        if self.na_values is not None:
+            object.__setattr__(self, "na_values", check_na_values(self.na_values))
+        check_number_format(self.decimal, self.thousands)
         for p, what in ((self.data, "data"), (self.population, "--population"), (self.model, "--model")):
             if p is not None and what != "--model" and glob.has_magic(str(p)):
                 continue  # a glob: open_table reports one matching nothing
@@ -249,6 +271,11 @@ class ReleaseSpec:
             "missing": self.missing,
             "sep": self.sep,
             "encoding": self.encoding,
+            "na_values": None if self.na_values is None else list(self.na_values),
+            "decimal": self.decimal,
+            "thousands": self.thousands,
+            "population_sep": self.population_sep,
+            "population_encoding": self.population_encoding,
         }
 
 
@@ -301,7 +328,10 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     for key in ("n", "samples", "seed"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], int)):
             raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
-    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding"):
+    if "na_values" in out and isinstance(out["na_values"], list):
+        out["na_values"] = tuple(str(v) for v in out["na_values"])
+    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding", "decimal", "thousands",
+                "population_sep", "population_encoding"):
         if key in out and not isinstance(out[key], str):
             raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
     for key in ("independent", "model_from_data"):
@@ -334,6 +364,11 @@ def build_spec(
     missing: str | None = None,
     sep: str | None = None,
     encoding: str | None = None,
+    na_values: str | Sequence[str] | None = None,
+    decimal: str | None = None,
+    thousands: str | None = None,
+    population_sep: str | None = None,
+    population_encoding: str | None = None,
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -357,6 +392,11 @@ def build_spec(
         "missing": missing,
         "sep": sep,
         "encoding": encoding,
+        "na_values": na_values,
+        "decimal": decimal,
+        "thousands": thousands,
+        "population_sep": population_sep,
+        "population_encoding": population_encoding,
     }
     for k, v in cli.items():
         if v is not None:
