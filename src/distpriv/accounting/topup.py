@@ -64,7 +64,10 @@ class TopUp:
             what.append(f"mechanism noise scaled by {self.factor:.6g}")
         if self.isotropic > 0.0:
             what.append(f"isotropic Gaussian noise of variance {self.isotropic:.6g} added")
-        return (f"top-up: the mechanism's noise gave δ >= {self.before.delta_lower:.4g} > {target:g} "
+        b = self.before  # a lower bound above the target refutes; else the upper bound only fails to prove
+        gave = (f"gave δ >= {b.delta_lower:.4g} > {target:g}" if b.delta_lower > target else
+                f"could not be proven to meet δ = {target:g} (proven δ <= {b.delta_upper:.4g})")
+        return (f"top-up: the mechanism's noise {gave} "
                 f"({self.before.method}); {' and '.join(what)} (post-processing, so δ only decreases); "
                 f"now {self.after.describe()}")
 

