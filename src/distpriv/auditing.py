@@ -956,8 +956,8 @@ def audit(
         ``epsilon_lower``, ``claimed``, ``refuted``, the kept tests, the evaluation ROC,
         the scorer, and the exact ε where computable.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, distpriv as dp
     >>> m = dp.GaussianModel(means={0: [0.0], 1: [1.0]}, covariances={0: [[1.0]], 1: [[1.0]]})
     >>> mech = dp.calibrate("eigm", m, [(0, 1)], epsilon=1.0, delta=1e-3)

@@ -458,8 +458,13 @@ def w_infinity(
     tol:
         Mass tolerance for floating-point weights (see module docstring).
 
-    Example: Figure 1 of Chen & Ohrimenko, μ = (0.6, 0.2, 0, 0.2) and
-    ν = (0.4, 0.3, 0.2, 0.1) on {1, 2, 3, 100}, gives W∞ = 97.
+    Examples
+    --------
+    Figure 1 of Chen & Ohrimenko, μ = (0.6, 0.2, 0, 0.2) and ν = (0.4, 0.3, 0.2, 0.1) on {1, 2, 3, 100}:
+
+    >>> from distpriv import distances
+    >>> distances.w_infinity([1, 2, 3, 100], [0.6, 0.2, 0, 0.2], [1, 2, 3, 100], [0.4, 0.3, 0.2, 0.1])
+    97.0
     """
     metric = _check_norm(norm)
     meth = _check_method(method)

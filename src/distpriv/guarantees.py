@@ -354,6 +354,24 @@ def compose(guarantees: Sequence[Guarantee]) -> Guarantee:
     each ε_i, so bounds on the parts give a bound on the whole. They need the
     outputs to be independent (non-adaptive composition); the divergence paper
     proves KL also for adaptive composition, the others only non-adaptively.
+
+    Parameters
+    ----------
+    guarantees : sequence of Guarantee
+        The guarantees of the releases, all of one framework and kind and for the same Ψ.
+
+    Returns
+    -------
+    Guarantee
+        The composed guarantee, recording the independence it assumes.
+
+    Examples
+    --------
+    >>> import distpriv as dp
+    >>> g = dp.Guarantee(epsilon=0.5, delta=1e-4, mechanism="expm-gauss", pairs=((0.4, 0.5),))
+    >>> total = dp.compose([g, g])
+    >>> (total.epsilon, total.delta)
+    (1.0, 0.0002)
     """
     if isinstance(guarantees, Guarantee) or not isinstance(guarantees, Iterable):
         raise InvalidTypeError("guarantees: expected a sequence of distpriv.Guarantee")

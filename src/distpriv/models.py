@@ -130,7 +130,20 @@ class EmpiricalModel(QueryModel):
         return np.atleast_2d(np.cov(self.samples(label), rowvar=False))
 
     def to_gaussian(self) -> GaussianModel:
-        """Fit N(μ̂_θ, Σ̂_θ) to each θ's samples (sample mean and unbiased covariance)."""
+        """Fit N(μ̂_θ, Σ̂_θ) to each θ's samples (sample mean and unbiased covariance).
+
+        Returns
+        -------
+        GaussianModel
+            One N(μ̂_θ, Σ̂_θ) per label, μ̂_θ = (1/N) Σ x_i and Σ̂_θ = (1/(N − 1)) Σ (x_i − μ̂_θ)(x_i − μ̂_θ)ᵀ.
+
+        Examples
+        --------
+        >>> import numpy as np, distpriv as dp
+        >>> emp = dp.EmpiricalModel(samples={0: np.array([[0.0], [2.0]]), 1: np.array([[1.0], [3.0]])})
+        >>> float(emp.to_gaussian().covariance(0)[0, 0])
+        2.0
+        """
         return GaussianModel(
             means={k: self.mean(k) for k in self.labels},
             covariances={k: self.covariance(k) for k in self.labels},

@@ -58,7 +58,28 @@ def distp_epsilon(mech: LocalMechanism | Tupling, lam0: ArrayLike, lam1: ArrayLi
     ``ε = max(0, D^δ_∞(A#λ0 ‖ A#λ1), D^δ_∞(A#λ1 ‖ A#λ0))`` (tupling paper Definition 8;
     divergence paper Definition 5 and Proposition 1), computed exactly. For a
     :class:`~distpriv.local.Tupling` the exact convolution method of
-    :meth:`~distpriv.local.Tupling.distp_epsilon` is used. ``delta`` in [0, 1).
+    :meth:`~distpriv.local.Tupling.distp_epsilon` is used.
+
+    Parameters
+    ----------
+    mech : LocalMechanism or Tupling
+        The finite channel A[x, y] (or the tupling mechanism).
+    lam0, lam1 : array_like
+        The input distributions λ0, λ1 over the inputs (non-negative, summing to 1).
+    delta : float
+        δ in [0, 1).
+
+    Returns
+    -------
+    float
+        The least ε >= 0 (``inf`` when no finite ε works at this δ).
+
+    Examples
+    --------
+    >>> from distpriv import local
+    >>> A = local.randomized_response(2, 1.0)
+    >>> round(local.distp_epsilon(A, [1.0, 0.0], [0.0, 1.0]), 6)
+    1.0
     """
     _check_mech(mech)
     d = check_delta(delta, "delta", allow_zero=True)

@@ -59,7 +59,29 @@ def euclidean_cost(xs: ArrayLike, ys: ArrayLike | None = None) -> NDArray[np.flo
 
 
 def randomized_response(n: int, epsilon: float) -> Mechanism:
-    """k-ary randomized response on ``n`` values; ε-DP and (ε, 0)-DistP (tupling paper Example 2)."""
+    """k-ary randomized response on ``n`` values; ε-DP and (ε, 0)-DistP (tupling paper Example 2).
+
+    A[x, y] = e^ε / (e^ε + n − 1) if y = x, else 1 / (e^ε + n − 1).
+
+    Parameters
+    ----------
+    n : int
+        Number of input (and output) values, at least 2.
+    epsilon : float
+        Privacy parameter ε > 0.
+
+    Returns
+    -------
+    Mechanism
+        The finite channel (``.matrix`` of shape (n, n)).
+
+    Examples
+    --------
+    >>> from distpriv import local
+    >>> import numpy as np
+    >>> A = local.randomized_response(3, np.log(2))
+    >>> np.round(A.matrix, 6).tolist()
+    [[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]]"""
     k = check_int(n, "n", minimum=2)
     eps = check_epsilon(epsilon)
     # stable for large ε: p_keep = 1/(1 + (n-1) e^{-ε})

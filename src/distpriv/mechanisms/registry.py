@@ -60,29 +60,24 @@ def calibrate(
 
     Parameters
     ----------
-    name:
+    name : str
         One of :data:`MECHANISMS` (``"wasserstein"``, ``"approx-wasserstein"``,
         ``"expm-laplace"``, ``"expm-gauss"``, ``"dirm-laplace"``, ``"dirm-gauss"``,
         ``"eigm"``, ``"daum"``, ``"groupdp-laplace"``, ``"groupdp-gauss"``,
         ``"dp-laplace"``, ``"dp-gauss"``).
-    model:
+    model : GaussianModel or EmpiricalModel
         f_θ as a :class:`~distpriv.GaussianModel` or :class:`~distpriv.EmpiricalModel`
         (Gaussian mechanisms fit N(μ̂, Σ̂) to an empirical model).
-    pairs:
+    pairs : iterable of pairs, optional
         Ψ, unordered pairs of θ labels (optional for the DP baselines).
-    epsilon, delta:
+    epsilon, delta : float
         Privacy parameters; δ in (0, 1) is required by Gaussian mechanisms and
         Approximate Wasserstein. Laplace mechanisms accept None/0 (a pure claim) or a δ in
         (0, 1): on a GaussianModel whose covariances differ across θ they then top their scale
         up only until the proven δ(ε) meets it.
-    calibration:
+    calibration : {"exact", "classic"}
         ``"exact"`` (default; analytic Gaussian) or ``"classic"`` (the papers' c = sqrt(2 ln(1.25/δ))).
-
-    Exact accounting (:mod:`distpriv.mechanisms.exact`): on a GaussianModel (and for EigM/DauM
-    on the Gaussian fit of an EmpiricalModel) the claim is checked against the exact privacy
-    profile of the output laws, equal covariances or not, and the noise is topped up where the
-    papers' noise falls short; the guarantee's notes state the method, bracket and top-up.
-    options:
+    **options
         Mechanism-specific keywords, see :func:`options_of` (e.g. ``direction=`` for
         DirM/DauM, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
 
@@ -92,8 +87,15 @@ def calibrate(
         with ``release``, ``release_batch``, ``noise_covariance``, ``laplace_scale``,
         ``expected_l2_error`` and ``guarantee``.
 
-    Example
-    -------
+    Notes
+    -----
+    Exact accounting (:mod:`distpriv.mechanisms.exact`): on a GaussianModel (and for EigM/DauM
+    on the Gaussian fit of an EmpiricalModel) the claim is checked against the exact privacy
+    profile of the output laws, equal covariances or not, and the noise is topped up where the
+    papers' noise falls short; the guarantee's notes state the method, bracket and top-up.
+
+    Examples
+    --------
     >>> import numpy as np, distpriv as dp
     >>> model = dp.GaussianModel(means={1: [100, 101], 2: [99, 102]},
     ...                          covariances={1: [[22, -6], [-6, 13]], 2: [[22, -6], [-6, 13]]})

@@ -12,7 +12,8 @@ from .spec import ReleaseSpec
 
 __all__ = ["protect"]
 
-_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding")
+_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding",
+            "na_values", "decimal", "thousands", "population_sep", "population_encoding")
 
 
 def protect(
@@ -31,17 +32,50 @@ def protect(
 ) -> ReleaseResult:
     """Release ``stats`` of ``data`` while hiding the share of records satisfying ``protect``.
 
-    ``data``/``population``: a pandas, Polars (eager or lazy), pyarrow, DuckDB, Dask or PySpark frame —
-    used where it lives, with the predicate, the per-record contributions and the aggregates pushed down to
-    its engine — or a CSV/Parquet path, glob or list of them, scanned lazily by DuckDB; f_θ comes from exactly one of
-    ``population`` (public reference table), ``model`` (declared model file, see
-    :mod:`distpriv.release.declared`) or ``model_from_data=True`` (outside the guarantee). ``stats``
-    like ``["mean:age", "count:sex=Female"]``, ``pairs`` like ``[(0.45, 0.55)]``. Options: ``names``,
-    ``n``, ``samples`` (default 1000), ``calibration``, ``seed`` (tests only: not private), ``previous``
-    (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``), ``sep``, ``encoding``.
-    Returns a :class:`~distpriv.release.core.ReleaseResult`;
-    ``.to_json()`` is what ``distpriv release --format json`` prints, and
-    :func:`distpriv.release.output.write_release` writes the public files and the private ledger.
+    f_θ comes from exactly one of ``population``, ``model`` or ``model_from_data=True``.
+
+    Parameters
+    ----------
+    data : frame or path
+        The private table: a pandas, Polars (eager or lazy), pyarrow, DuckDB, Dask or PySpark frame —
+        used where it lives, with the predicate, the per-record contributions and the aggregates pushed
+        down to its engine — or a CSV/Parquet path, glob or list of them, scanned lazily by DuckDB.
+    stats : sequence of str
+        Statistics ``KIND:TARGET``, e.g. ``["mean:age", "count:sex=Female"]`` (kinds ``mean``, ``sum`` of a
+        numeric column; ``count``, ``proportion`` of a predicate).
+    protect : str
+        The predicate whose share of records is the secret, e.g. ``"income=>50K"``.
+    pairs : sequence of (float, float)
+        Ψ: the shares to make indistinguishable, e.g. ``[(0.45, 0.55)]``.
+    epsilon, delta : float
+        The privacy target: (ε, δ)-distribution privacy for Ψ (Chen & Ohrimenko Def. 3.2).
+    population : frame or path, optional
+        Public reference table from which f_θ is modelled (as ``data``).
+    model : str or Path, optional
+        Declared f_θ: a JSON/TOML file of per-θ means and covariances (``distpriv.release.declared``).
+    model_from_data : bool
+        Model f_θ by resampling ``data`` itself (the noise then depends on the private data: outside the
+        guarantee).
+    mechanism : str
+        ``"auto"`` (smallest expected error among the mechanisms whose guarantee holds) or a name.
+    **options
+        ``names``, ``n``, ``samples`` (default 1000), ``calibration``, ``seed`` (tests only: not private),
+        ``previous`` (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``),
+        ``sep``, ``encoding``, ``na_values``, ``decimal``, ``thousands``, ``population_sep``,
+        ``population_encoding`` (CSV options, as on the command line).
+
+    Returns
+    -------
+    ReleaseResult
+        ``.to_json()`` is what ``distpriv release --format json`` prints;
+        ``distpriv.release.output.write_release`` writes the public files and the private ledger.
+
+    Examples
+    --------
+    >>> from distpriv.release import protect
+    >>> result = protect("people.csv", stats=["mean:age"], protect="income=>50K",
+    ...                  pairs=[(0.45, 0.55)], epsilon=1.0, delta=1e-3, population="census.csv")  # doctest: +SKIP
+    >>> result.to_json()["statistics"][0]["value"]  # doctest: +SKIP
     """
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
