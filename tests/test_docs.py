@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 import json
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
