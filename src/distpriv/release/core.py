@@ -298,4 +298,7 @@ def release(
         if _framework(plan.guarantee) != FRAMEWORK:  # pragma: no cover - every release mechanism is DistP
             raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")
         comp = compose_releases(prep.previous, plan.guarantee, props)
-    return ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
+    result = ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
+    if prep.data.kept != prep.data.rows:  # the kept count of --missing drop: for the curator alone
+        result.curator_notes.append(f"--missing drop kept {prep.data.kept} of the data's {prep.data.rows} rows")
+    return result
