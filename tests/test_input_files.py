@@ -155,3 +155,21 @@ def test_kept_count_is_a_curator_note_never_public(tmp_path):
     assert res.curator_notes == ["--missing drop kept 8 of the data's 12 rows"]
     assert "kept 8" not in str(res.to_json())
     assert res.prepared.data.values[0] == pytest.approx(np.mean(KNOWN))
+
+
+def test_population_options_and_blame(tmp_path):
+    """--encoding/--sep reach the population (with per-input overrides); a text column names the population."""
+    data = _write(tmp_path / "d.csv", ROWS)
+    pop = _write(tmp_path / "pop.csv", [("Adélie", "3750"), ("Adelie", "3650"), ("Gentoo", "5000")] * 5, sep=";",
+                 encoding="latin-1")
+    kw = dict(data=data, stats=["mean:body_mass_g"], protect=PROTECT, pairs=["0.4,0.5"], around=None, gap=None,
+              epsilon=1.0, delta=1e-3, mechanism=None, population=pop, config=None, missing="drop")
+    for spec in (build_spec(**kw, sep=";", encoding="latin-1"),  # one set of options for every input ...
+                 build_spec(**kw, population_sep=";", population_encoding="latin-1")):  # ... or the population's
+        table = open_input(pop, Q, Predicate(PROTECT), what="--population", **csv_options(spec, "--population"))
+        assert table.rows == 15 and int(table.summary.moments.counts[0]) == 5  # 'Adelie' rows (not 'Adélie')
+        assert csv_options(spec, "data")["na_values"] is None  # the defaults: NA_VALUES
+    text = _write(tmp_path / "text.csv", [("Adelie", "3 250 g"), ("Gentoo", "5000")])
+    with pytest.raises(InvalidTypeError, match=r"has dtype String in --population \(it holds text such as "
+                                               r"'3 250 g'"):
+        dd.summarize(dd.open_table(text, what="--population"), Q, PROTECT)
