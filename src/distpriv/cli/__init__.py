@@ -95,6 +95,8 @@ def _show_warnings_once() -> None:
     framework's frame (the first frame outside distpriv); other libraries' warnings keep Python's format."""
     import warnings
 
+    if getattr(warnings.showwarning, "_distpriv", False):  # already installed (main() called in-process again)
+        return
     seen: set[str] = set()
     default = warnings.showwarning
 
@@ -108,6 +110,7 @@ def _show_warnings_once() -> None:
             seen.add(text)
             print(f"distpriv: warning: {text}", file=sys.stderr)
 
+    show._distpriv = True  # type: ignore[attr-defined]
     warnings.showwarning = show
     warnings.filterwarnings("always", module="typer")  # dedup happens above, by message, not by location
 
