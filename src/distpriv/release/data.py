@@ -174,10 +174,33 @@ def open_input(
     :func:`distpriv.data.open_table`) apply when ``value`` names CSV files and are ignored for Parquet
     files and frames, so one set of options can describe every input of a release.
 
-    Raises a :class:`~distpriv.errors.DistPrivError` naming ``what`` for a missing file, a glob matching
-    nothing, a column missing from some files, unknown or non-numeric columns, missing values (unless
-    ``missing="drop"``), an engine error or an unsupported frame type, and when the protected predicate
-    matches no row or every row (then the share cannot vary).
+    Parameters
+    ----------
+    value : frame, path, glob or list of paths
+        The table (an opened :class:`Table` is returned as is).
+    query : Query
+        The statistics F, whose per-record contributions the aggregate pass sums.
+    predicate : Predicate
+        The protected predicate (the two groups of the aggregates).
+    what : str
+        The input's name in error messages: ``"data"`` or ``"--population"``.
+    missing : {"error", "drop"}
+        Refuse missing cells in a used column, or drop their rows.
+    sep, encoding, na_values, decimal, thousands
+        CSV options (:func:`distpriv.data.open_table`); ignored unless ``value`` names CSV files.
+
+    Returns
+    -------
+    Table
+        The engine table and its summary (counts, sums, cross-products, ranges, missing cells).
+
+    Raises
+    ------
+    DistPrivError
+        Naming ``what``, for a missing file, a glob matching nothing, a column missing from some files,
+        unknown or non-numeric columns, missing values (unless ``missing="drop"``), an engine error or an
+        unsupported frame type, and when the protected predicate matches no row or every row (then the
+        share cannot vary).
     """
     if isinstance(value, Table):
         return value
