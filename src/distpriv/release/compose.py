@@ -33,11 +33,11 @@ releases'.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Guarantee, compose
+from ..guarantees import INDEPENDENCE_DECLARED, Guarantee, compose
 from .ledger import ChainEntry, Ledger
 
 __all__ = ["Composition", "check_compatible", "compose_releases", "decide_propositions", "merged_chain"]
@@ -152,7 +152,9 @@ def compose_releases(ledgers: Sequence[Ledger], current: Guarantee, propositions
     chain, _ = merged_chain(ledgers)
     previous = [Guarantee(epsilon=e.epsilon, delta=e.delta, mechanism=e.mechanism, framework=current.framework,
                           pairs=current.pairs) for e in chain]
-    g = compose([*previous, current])
+    # the propositions were decided above (shared rows by content, F fixed by θ, --independent): justified here
+    g = compose([*previous, current], independent=True)
+    g = replace(g, assumptions=tuple(a for a in g.assumptions if a != INDEPENDENCE_DECLARED))
     extra = [A4] if "A.4" in propositions else []
     if "A.5" in propositions:
         extra.append(A5)
