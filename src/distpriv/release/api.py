@@ -12,7 +12,7 @@ from .spec import ReleaseSpec
 
 __all__ = ["protect"]
 
-_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding")
+_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding", "id")
 
 
 def protect(
@@ -38,7 +38,7 @@ def protect(
     :mod:`distpriv.release.declared`) or ``model_from_data=True`` (outside the guarantee). ``stats``
     like ``["mean:age", "count:sex=Female"]``, ``pairs`` like ``[(0.45, 0.55)]``. Options: ``names``,
     ``n``, ``samples`` (default 1000), ``calibration``, ``seed`` (tests only: not private), ``previous``
-    (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``), ``sep``, ``encoding``.
+    (earlier ``--out`` folders), ``independent``, ``id`` (a column identifying records, compared with earlier releases), ``missing`` (``"error"``/``"drop"``), ``sep``, ``encoding``.
     Returns a :class:`~distpriv.release.core.ReleaseResult`;
     ``.to_json()`` is what ``distpriv release --format json`` prints, and
     :func:`distpriv.release.output.write_release` writes the public files and the private ledger.

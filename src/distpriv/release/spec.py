@@ -53,7 +53,7 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
-    "missing", "sep", "encoding",
+    "missing", "sep", "encoding", "id",
 )
 
 #: The one-line error when no source of f_θ is given (or more than one).
@@ -131,6 +131,8 @@ class ReleaseSpec:
         noise for tests and reproduction only — a seeded release is not private.
     previous: ``--out`` folders of earlier releases (their private ledgers) to compose with.
     independent: the user asserts the data of this release and of ``previous`` are independently sampled.
+    id: a column identifying records (``--id``); rows are then compared with earlier releases on it alone. Needed
+        with ``independent`` when the shared columns do not identify records (:mod:`distpriv.release.fingerprints`).
     population_frame: a population frame (pandas, Polars, DuckDB, Dask, PySpark) instead of ``population``.
     missing: ``"error"`` (default: refuse missing values in a used column, naming it and the count) or
         ``"drop"`` (drop those rows; n is then the number of rows kept).
@@ -160,6 +162,7 @@ class ReleaseSpec:
     missing: str = "error"
     sep: str | None = None
     encoding: str | None = None
+    id: str | None = None
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -202,6 +205,8 @@ class ReleaseSpec:
             raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
             raise InvalidParameterError(f"--encoding: expected an encoding name such as latin-1, got {self.encoding!r}")
+        if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
+            raise InvalidParameterError(f"--id: expected a column name, got {self.id!r}")
         for p, what in ((self.data, "data"), (self.population, "--population"), (self.model, "--model")):
             if p is not None and what != "--model" and glob.has_magic(str(p)):
                 continue  # a glob: open_table reports one matching nothing
@@ -249,6 +254,7 @@ class ReleaseSpec:
             "missing": self.missing,
             "sep": self.sep,
             "encoding": self.encoding,
+            "id": self.id,
         }
 
 
@@ -301,7 +307,7 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     for key in ("n", "samples", "seed"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], int)):
             raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
-    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding"):
+    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding", "id"):
         if key in out and not isinstance(out[key], str):
             raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
     for key in ("independent", "model_from_data"):
@@ -334,6 +340,7 @@ def build_spec(
     missing: str | None = None,
     sep: str | None = None,
     encoding: str | None = None,
+    id: str | None = None,  # noqa: A002 - the --id option
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -357,6 +364,7 @@ def build_spec(
         "missing": missing,
         "sep": sep,
         "encoding": encoding,
+        "id": id,
     }
     for k, v in cli.items():
         if v is not None:
