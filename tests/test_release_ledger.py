@@ -52,7 +52,7 @@ def _float_text(x: float) -> str | None:
         return None
     if math.isfinite(x) and x == int(x) and abs(x) < 1e15:
         return str(int(x))
-    return "%.17g" % x
+    return f"{x:.17g}"
 
 
 def reference_text(v: object) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..data.fingerprint import normalise_name
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..models import EmpiricalModel, GaussianModel
@@ -212,7 +213,7 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     previous = [read_ledger(p) for p in spec.previous]
     shared: dict[str, int] = {}
     overlaps: dict[str, Overlap] = {}
-    if spec.id is not None and spec.id not in table.source.columns:
+    if spec.id is not None and normalise_name(spec.id) not in {normalise_name(c) for c in table.source.columns}:
         raise InvalidParameterError(f"--id: the data has no column {spec.id!r}")
     if previous:  # refuse what can be refused before any modelling
         check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
