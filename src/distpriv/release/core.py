@@ -135,6 +135,10 @@ class ReleaseResult:
     #: starting with :data:`~distpriv.release.public.CURATOR_PREFIX`, which the audit's side-channel diff skips
     curator_notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # how the rows compared with each earlier release (issue 27): private, for the curator alone
+        self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+
     @property
     def chosen(self) -> Candidate:
         return self.selection.chosen
