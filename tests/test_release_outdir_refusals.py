@@ -60,3 +60,15 @@ def test_out_current_folder_empty_and_symlinked_parents_are_refused_before_anyth
     ok = run_all({"ok": ["release", "people.csv", *SPEC, "--out", "fresh"]}, work)["ok"]
     assert ok.returncode == 0, ok.stderr
     assert (work / "fresh" / "release.json").is_file() and (work / "fresh" / "private" / "ledger.json").is_file()
+
+
+def test_out_may_not_contain_the_ledger_key(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    import pytest
+
+    from distpriv.errors import InvalidParameterError
+    from distpriv.release.outdir import check_out
+
+    monkeypatch.setenv("DISTPRIV_HOME", str(tmp_path / "out" / "keys"))
+    with pytest.raises(InvalidParameterError, match=r"^--out: .*out would contain the ledger key .*keys/ledger.key"):
+        check_out(tmp_path / "out")
+    check_out(tmp_path / "other")  # elsewhere: fine

@@ -81,6 +81,13 @@ def check_out(out: Path | None, *, force: bool = False, option: str = "--out") -
         raise InvalidParameterError(
             f"{option}: {out} is the current folder or contains it; give the name of a new folder"
         )
+    from .ledger import ledger_key_path
+
+    key = Path(os.path.abspath(ledger_key_path()))
+    if full == key.parent or full in key.parents:
+        raise InvalidParameterError(
+            f"{option}: {out} would contain the ledger key {key}; keep DISTPRIV_HOME outside every output folder"
+        )
     if out.is_symlink():
         raise InvalidParameterError(f"{option}: {out} is a symbolic link; give a real folder (links are never followed)")
     if os.path.lexists(out):
