@@ -1,4 +1,8 @@
-"""Keyed 64-bit fingerprints of rows, computed by the engine, to detect rows shared between releases.
+"""Keyed 64-bit fingerprints of rows and cells, computed by the engine, to detect rows shared between releases.
+
+Two schemes: whole rows as stored (:func:`row_fingerprints`, below), and one hash per *normalised* cell
+(:func:`cell_fingerprints`, :data:`CELL_SCHEME`: numbers by value, text trimmed and case-folded), which the
+release ledger keeps so that re-exported copies match on the columns they share (issue 27).
 
 Scheme :data:`FINGERPRINT_SCHEME` (the same for every input type, so a release
 from a CSV file and a later one from a pandas frame of the same rows agree):
