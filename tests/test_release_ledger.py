@@ -142,7 +142,7 @@ def adult_like(n: int, seed: int, start: int) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def adult(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     d = tmp_path_factory.mktemp("adult")
-    a, b, pop = adult_like(2000, 1, 0), adult_like(2000, 2, 2000), adult_like(20_000, 3, 4000)
+    a, b, pop = adult_like(1000, 1, 0), adult_like(1000, 2, 1000), adult_like(8000, 3, 2000)
     a.sample(frac=1.0, random_state=4)[a.columns[::-1]].to_parquet(d / "a.parquet")
     a.to_csv(d / "a.csv", index=False)
     key = new_key()
@@ -169,24 +169,24 @@ def test_reexported_copies_are_the_same_data(adult: dict) -> None:
     entry, pop = adult["entry"], adult["pop"]
     ledger = _ledger(entry)
     for name, copy in _copies(adult["a"], adult["dir"]).items():
-        o = compare_rows(copy, [entry], rows=2000, population=pop)[entry.id]
-        assert o.shared == 2000 and o.reason is None, (name, o.describe())
-        with pytest.raises(AssumptionError, match=r"^--independent: 2000 of the 2000 rows .*Prop. A.5 needs"):
-            decide_propositions([ledger], shared={entry.id: o.shared}, rows=2000, independent=True,
+        o = compare_rows(copy, [entry], rows=1000, population=pop)[entry.id]
+        assert o.shared == 1000 and o.reason is None, (name, o.describe())
+        with pytest.raises(AssumptionError, match=r"^--independent: 1000 of the 1000 rows .*Prop. A.5 needs"):
+            decide_propositions([ledger], shared={entry.id: o.shared}, rows=1000, independent=True,
                                 deterministic=False)
     # fnlwgt + 1 is caught by the comparison that leaves fnlwgt out
-    o = compare_rows(adult["a"].assign(fnlwgt=adult["a"]["fnlwgt"] + 1), [entry], rows=2000, population=pop)[entry.id]
-    assert "fnlwgt" not in o.columns and len(o.columns) == 7 and o.matches == 2000 > o.allowance
+    o = compare_rows(adult["a"].assign(fnlwgt=adult["a"]["fnlwgt"] + 1), [entry], rows=1000, population=pop)[entry.id]
+    assert "fnlwgt" not in o.columns and len(o.columns) == 7 and o.matches == 1000 > o.allowance
 
 
 def test_disjoint_sample_composes_and_partial_reuse_is_caught(adult: dict) -> None:
     entry, pop, a, b = adult["entry"], adult["pop"], adult["a"], adult["b"]
-    o = compare_rows(b, [entry], rows=2000, population=pop)[entry.id]
+    o = compare_rows(b, [entry], rows=1000, population=pop)[entry.id]
     assert (o.shared, o.reason) == (0, None) and o.rate is not None and o.rate <= RATE_THRESHOLD
-    assert decide_propositions([_ledger(entry)], shared={entry.id: 0}, rows=2000, independent=True,
+    assert decide_propositions([_ledger(entry)], shared={entry.id: 0}, rows=1000, independent=True,
                                deterministic=False, unidentified={}) == ("A.5",)
     mixed = pd.concat([a.iloc[:300], b.iloc[300:]])
-    o = compare_rows(mixed, [entry], rows=2000, population=pop)[entry.id]
+    o = compare_rows(mixed, [entry], rows=1000, population=pop)[entry.id]
     # 300 reused rows, plus chance matches of the comparison that decided (here one column left out)
     assert 300 <= o.shared <= 300 + o.allowance and o.shared > o.allowance
 
@@ -195,33 +195,33 @@ def test_columns_that_do_not_identify_records_need_an_id(adult: dict) -> None:
     """(age, sex, income) of two disjoint samples agree on most rows by chance: rows cannot tell reuse apart."""
     a, b, pop = adult["a"], adult["b"], adult["pop"]
     key = new_key()
-    small = a[["age", "sex", "income"]].assign(pid=np.arange(2000))
+    small = a[["age", "sex", "income"]].assign(pid=np.arange(1000))
     cols, cells = table_cells(small, key)
-    e = ChainEntry(new_release_id(), 1.0, 0.0, "m", False, 2000, key, cells, cols)
-    other = b[["age", "sex", "income"]].assign(pid=np.arange(2000, 4000))
-    o = compare_rows(other[["age", "sex", "income"]], [e], rows=2000, population=pop)[e.id]
+    e = ChainEntry(new_release_id(), 1.0, 0.0, "m", False, 1000, key, cells, cols)
+    other = b[["age", "sex", "income"]].assign(pid=np.arange(1000, 2000))
+    o = compare_rows(other[["age", "sex", "income"]], [e], rows=1000, population=pop)[e.id]
     # the chance rate of (age, sex, income) on the population, against an independent count
     key3 = pop[["age", "sex", "income"]].astype(str).agg("|".join, axis=1)
     c = key3.value_counts().to_numpy(dtype=float)
     rho = float(np.sum(c * (c - 1)) / (len(pop) * (len(pop) - 1)))
     assert collision_rate(pop, ["age", "sex", "income"]) == pytest.approx(rho, rel=1e-12)
-    assert o.rate == pytest.approx(min(1.0, 2000 * rho)) and o.rate > RATE_THRESHOLD
+    assert o.rate == pytest.approx(min(1.0, 1000 * rho)) and o.rate > RATE_THRESHOLD
     assert o.matches > 500 and o.reason is not None and "by chance for" in o.reason
     with pytest.raises(AssumptionError, match=r"--id COL"):
-        decide_propositions([_ledger(e)], shared={e.id: o.shared}, rows=2000, independent=True, deterministic=False,
+        decide_propositions([_ledger(e)], shared={e.id: o.shared}, rows=1000, independent=True, deterministic=False,
                             unidentified={e.id: o.reason})
     # no population: the rate is unknown, stated as such
-    o = compare_rows(other[["age", "sex", "income"]], [e], rows=2000)[e.id]
+    o = compare_rows(other[["age", "sex", "income"]], [e], rows=1000)[e.id]
     assert o.rate is None and "no --population" in (o.reason or "")
     # with an identifying column the rows are compared on it alone: disjoint ids, nothing shared
-    o = compare_rows(other, [e], rows=2000, id_column="PID")[e.id]
+    o = compare_rows(other, [e], rows=1000, id_column="PID")[e.id]
     assert o.by_id and o.columns == ("pid",) and (o.shared, o.reason) == (0, None)
     o = compare_rows(small.iloc[:700], [e], rows=700, id_column="pid")[e.id]
     assert o.shared == 700
     with pytest.raises(InvalidParameterError, match="--id: the data has no column 'nope'"):
-        compare_rows(other, [e], rows=2000, id_column="nope")
+        compare_rows(other, [e], rows=1000, id_column="nope")
     with pytest.raises(InvalidParameterError, match="--id: the earlier release .* has no column 'fnlwgt'"):
-        compare_rows(b, [e], rows=2000, id_column="fnlwgt")
+        compare_rows(b, [e], rows=1000, id_column="fnlwgt")
 
 
 def survey(n: int, seed: int) -> pd.DataFrame:

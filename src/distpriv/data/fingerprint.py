@@ -262,8 +262,20 @@ def _double_text(x: str) -> str:
             f"ELSE printf('%.17g', {x}) END")
 
 
+def _is_text(dtype: str) -> bool:
+    base = dtype.upper()
+    return not (base in _INTEGERS or base in _NUMERIC or base.startswith("DECIMAL") or base == "BOOLEAN")
+
+
+def _prepared(name: str, dtype: str) -> str:
+    """First stage: text cells trimmed of ASCII whitespace (computed once per cell), other cells as they are."""
+    col = quote_ident(name)
+    return f"trim(CAST({col} AS VARCHAR), {_WS})" if _is_text(dtype) else col
+
+
 def _normalised_text(name: str, dtype: str) -> str:
-    """SQL text of one cell normalised for comparison across exports (NULL when missing).
+    """SQL text of one cell normalised for comparison across exports (NULL when missing); ``name`` is the column
+    of :func:`_prepared`.
 
     Numbers by value (integers as their exact decimal digits, other numbers as :func:`_double_text`); text
     trimmed of ASCII whitespace, empty text missing, text that is a plain decimal number read as that number,
@@ -277,33 +289,40 @@ def _normalised_text(name: str, dtype: str) -> str:
         return _double_text(f"(CAST({col} AS DOUBLE) + 0.0)")
     if base == "BOOLEAN":
         return f"CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END"
-    t = f"trim(CAST({col} AS VARCHAR), {_WS})"
+    t = col
     dbl = f"(CAST({t} AS DOUBLE) + 0.0)"
+    # only text starting with a digit, a sign or a point can be a number: the regular expressions run on those
     return (f"CASE WHEN {t} = '' THEN NULL "
+            f"WHEN NOT (ascii({t}) BETWEEN 48 AND 57 OR ascii({t}) IN (43, 45, 46)) THEN "
+            f"(CASE WHEN lower({t}) = 'true' THEN '1' WHEN lower({t}) = 'false' THEN '0' ELSE lower({t}) END) "
             f"WHEN regexp_full_match({t}, '{_INT_RE}') AND TRY_CAST({t} AS HUGEINT) IS NOT NULL "
             f"THEN CAST(CAST({t} AS HUGEINT) AS VARCHAR) "
             f"WHEN regexp_full_match({t}, '{_DEC_RE}') THEN {_double_text(dbl)} "
-            f"WHEN lower({t}) = 'true' THEN '1' WHEN lower({t}) = 'false' THEN '0' "
             f"ELSE lower({t}) END")
+
+
+def _stages(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
+    """``SELECT t0, t1, ... FROM (SELECT r0, r1, ... FROM source)``: the normalised texts of every cell."""
+    pairs = list(zip(map(str, columns), map(str, types), strict=True))
+    first = ", ".join(f"{_prepared(c, t)} AS r{i}" for i, (c, t) in enumerate(pairs))
+    second = ", ".join(f"{_normalised_text(f'r{i}', 'VARCHAR' if _is_text(t) else t)} AS t{i}"
+                       for i, (_, t) in enumerate(pairs))
+    return f"SELECT {second} FROM (SELECT {first} FROM {source})"
 
 
 def _cell_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     """One keyed hash per cell: column ``h<i>`` = md5_number_lower(prefix_i ‖ ('=' ‖ text | '-')), where the
     ``i``-th ``?`` parameter is prefix_i = hex(key) ‖ 0x1F ‖ normalised name ‖ 0x1F."""
-    texts = ", ".join(f"{_normalised_text(c, str(t))} AS t{i}" for i, (c, t) in enumerate(zip(columns, types,
-                                                                                                 strict=True)))
     outs = ", ".join(f"md5_number_lower(?::VARCHAR || (CASE WHEN t{i} IS NULL THEN '-' ELSE '=' || t{i} END)) AS h{i}"
                      for i in range(len(columns)))
-    return f"SELECT {outs} FROM (SELECT {texts} FROM {source})"
+    return f"SELECT {outs} FROM ({_stages(columns, types, source)})"
 
 
 def _row_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     """One keyed hash per row of the normalised cells (length-prefixed, in the given order): column ``h0``."""
-    texts = ", ".join(f"{_normalised_text(c, str(t))} AS t{i}" for i, (c, t) in enumerate(zip(columns, types,
-                                                                                                 strict=True)))
     body = " || ".join(f"(CASE WHEN t{i} IS NULL THEN '-' ELSE CAST(strlen(t{i}) AS VARCHAR) || ':' || t{i} END)"
                        for i in range(len(columns)))
-    return f"SELECT md5_number_lower(?::VARCHAR || {body}) AS h0 FROM (SELECT {texts} FROM {source})"
+    return f"SELECT md5_number_lower(?::VARCHAR || {body}) AS h0 FROM ({_stages(columns, types, source)})"
 
 
 def _hash_frame(data: Any, build: Any, params: list[str]) -> NDArray[np.uint64]:
@@ -312,6 +331,7 @@ def _hash_frame(data: Any, build: Any, params: list[str]) -> NDArray[np.uint64]:
 
     con = duckdb.connect(":memory:")
     try:
+        con.execute("SET enable_progress_bar = false")
         rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
         rel.create_view(_VIEW)
         got = con.sql(build(rel.columns, rel.types, _VIEW), params=params).fetchnumpy()
@@ -363,6 +383,7 @@ def _engine_hashes(table: Table, cols: list[str], build: Any, params: list[str])
 
             con = duckdb.connect(":memory:")
             try:
+                con.execute("SET enable_progress_bar = false")
                 return _hash_relation(con, con.from_arrow(_relation_reader(rel)), build, params)
             finally:
                 con.close()
