@@ -154,6 +154,7 @@ def _fingerprint_arrow(data: Any, key_hex: str) -> NDArray[np.uint64]:
 
     con = duckdb.connect(":memory:")
     try:
+        con.execute("SET enable_progress_bar = false")
         rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
         sql = canonical_sql(rel.columns, rel.types, _VIEW)
         rel.create_view(_VIEW)
@@ -209,6 +210,7 @@ def row_fingerprints(
 
             con = duckdb.connect(":memory:")
             try:
+                con.execute("SET enable_progress_bar = false")
                 return _fingerprint_relation(con, con.from_arrow(_relation_reader(rel)), key_hex, count_first=False)
             finally:
                 con.close()
