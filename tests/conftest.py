@@ -112,3 +112,13 @@ def figure2_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
         tmp_path_factory, "figure2_small",
         lambda: co.figure2(reps=3, model_samples=300, epsilons=FIGURE2_SMALL_EPSILONS),
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ledger_key_home(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN202
+    """Release ledgers are signed with a key outside --out (``$DISTPRIV_HOME/ledger.key``, issue 27): point it at a
+    temporary folder for the whole session (CLI subprocesses inherit it), so no test touches the real home."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DISTPRIV_HOME", str(tmp_path_factory.mktemp("distpriv-home")))
+    yield
+    mp.undo()

@@ -139,7 +139,7 @@ def test_compose_refuses_bad_arguments() -> None:
 def test_compose_epsilon_delta_adds_and_keeps_assumptions() -> None:
     a = g(0.5, 1e-3, mechanism="eigm", assumptions=("Gaussian f_θ",))
     b = g(0.7, 2e-3, mechanism="expm-gauss", pairs=((0.55, 0.45),), assumptions=("Gaussian f_θ", "translation"))
-    c = compose([a, b])
+    c = compose([a, b], independent=True)
     assert c.epsilon == pytest.approx(1.2) and c.delta == pytest.approx(3e-3) and c.divergence is None
     assert c.mechanism == "eigm+expm-gauss" and c.framework is Framework.DISTRIBUTION
     assert c.pairs == PSI and c.theorem == "Chen & Ohrimenko Prop. A.4/A.5"
@@ -149,21 +149,21 @@ def test_compose_epsilon_delta_adds_and_keeps_assumptions() -> None:
                                        "independent given θ")
     assert c.calibration is Calibration.EXACT and c.notes == ()
     # δ is capped at 1; a single guarantee composes to itself (values)
-    assert compose([g(1.0, 0.7), g(1.0, 0.6)]).delta == 1.0
+    assert compose([g(1.0, 0.7), g(1.0, 0.6)], independent=True).delta == 1.0
     one = compose([a])
     assert (one.epsilon, one.delta) == (a.epsilon, a.delta)
 
 
 def test_compose_mixed_calibrations_and_other_frameworks() -> None:
-    c = compose([g(calibration="classic", mechanism="eigm"), g(calibration="laplace", mechanism="expm-laplace")])
+    c = compose([g(calibration="classic", mechanism="eigm"), g(calibration="laplace", mechanism="expm-laplace")], independent=True)
     assert c.calibration is Calibration.MIXED and c.notes == ("parts calibrated as: eigm: classic, expm-laplace: laplace",)
-    loc = compose([g(framework="local-distribution-privacy")] * 2)
+    loc = compose([g(framework="local-distribution-privacy")] * 2, independent=True)
     assert "tupling" in loc.theorem and any("independent" in a and "Ψ ⋄ Ψ" in a for a in loc.assumptions)
     dpc = compose([g(framework="differential-privacy")] * 3)
     assert dpc.theorem == "Dwork & Roth Thm 3.16" and dpc.epsilon == pytest.approx(3.0)
-    att = compose([g(framework="attribute-privacy")] * 2)
+    att = compose([g(framework="attribute-privacy")] * 2, independent=True)
     assert any("(s, θ)" in a for a in att.assumptions)
-    assert compose([g(math.inf), g()]).epsilon == math.inf
+    assert compose([g(math.inf), g()], independent=True).epsilon == math.inf
 
 
 def _pairs(seed: int, n: int = 5) -> tuple[np.ndarray, ...]:
@@ -181,7 +181,7 @@ def test_compose_divergence_rules_against_exact_products(seed: int) -> None:
         fn = dv.F_DIVERGENCES[name]
         parts = [Guarantee(fn(a, b), 0.0, f"m{i}", pairs=PSI, divergence=name)
                  for i, (a, b) in enumerate(((p1, q1), (p2, q2)))]
-        c = compose(parts)
+        c = compose(parts, independent=True)
         assert c.divergence == name and c.delta == 0.0
         whole = fn(p, q)
         if name == "tv":
@@ -201,5 +201,51 @@ def test_compose_epsilon_delta_against_exact_products(seed: int) -> None:
     d1, d2 = 0.01, 0.03
     e1 = dv.symmetric_approx_max_divergence(p1, q1, d1)
     e2 = dv.symmetric_approx_max_divergence(p2, q2, d2)
-    c = compose([g(e1, d1), g(e2, d2)])
+    c = compose([g(e1, d1), g(e2, d2)], independent=True)
     assert dv.symmetric_approx_max_divergence(p, q, c.delta) <= c.epsilon + 1e-12
+
+
+# --------------------------------------------------------------------------- compose: independence (issue 27)
+def _joint_delta_quadrature(cov_a: np.ndarray, cov_b: np.ndarray, epsilon: float) -> float:
+    """δ(ε) = ∫ (p_a − e^ε p_b)_+ of two centred 2-D Gaussians, by a midpoint rule on [-8, 8]² (independent
+    of distpriv; outside, the unit-variance densities hold < 1e-14; the grid step 0.02 resolves them to ~1e-5)."""
+    x = np.arange(-8.0, 8.0, 0.02) + 0.01
+    pts = np.stack(np.meshgrid(x, x), axis=-1)
+
+    def pdf(c: np.ndarray) -> np.ndarray:
+        q = np.einsum("...i,ij,...j->...", pts, np.linalg.inv(c), pts)
+        return np.exp(-q / 2) / (2 * np.pi * np.sqrt(np.linalg.det(c)))
+
+    return float(np.maximum(pdf(cov_a) - math.exp(epsilon) * pdf(cov_b), 0.0).sum() * 0.02**2)
+
+
+def test_compose_refuses_without_a_declaration_of_independence() -> None:
+    """The issue's case: two statistics with identical N(0, 1) marginals under both θ, correlation +0.9 under one
+    and −0.9 under the other, released without noise. Each alone is truthfully (0.5, 1e-5) (its law does not
+    depend on θ); together the true δ at ε = 1 is 0.61, not the basic-composition 2e-5."""
+    a, b = g(0.5, 1e-5, mechanism="first"), g(0.5, 1e-5, mechanism="second")
+    with pytest.raises(AssumptionError, match=r"^independent: composing distribution-privacy claims .*"
+                                              r"pass independent=True .*joint vector") as err:
+        compose([a, b])
+    assert "\n" not in str(err.value)
+    for fw in ("attribute-privacy", "local-distribution-privacy"):
+        with pytest.raises(AssumptionError, match="pass independent=True"):
+            compose([g(framework=fw), g(framework=fw)])
+    with pytest.raises(InvalidTypeError, match="independent: expected True or False"):
+        compose([a, b], independent="yes")  # type: ignore[arg-type]
+    plus, minus = np.array([[1.0, 0.9], [0.9, 1.0]]), np.array([[1.0, -0.9], [-0.9, 1.0]])
+    true_delta = max(_joint_delta_quadrature(plus, minus, 1.0), _joint_delta_quadrature(minus, plus, 1.0))
+    assert true_delta == pytest.approx(0.6118, abs=2e-3)
+    # the declared claim is what basic composition gives, and carries the declaration as an assumption
+    c = compose([a, b], independent=True)
+    assert (c.epsilon, c.delta) == (1.0, 2e-5) and c.delta < true_delta / 1e4
+    assert c.assumptions[-1].startswith("declared by the caller (independent=True), not checked")
+    # the joint alternative: the accounting core's exact profile of the joint vector sees the correlation
+    from distpriv.accounting.gaussian import gaussian_pair_profile
+
+    prof = gaussian_pair_profile([0.0, 0.0], plus, [0.0, 0.0], minus, 1.0, rtol=1e-3)
+    assert prof.delta == pytest.approx(true_delta, rel=5e-3)
+    # one guarantee, and differential privacy (composes on the same data: Dwork & Roth 3.16), need no declaration
+    assert compose([a]).epsilon == 0.5
+    dpc = compose([g(framework="differential-privacy")] * 2)
+    assert dpc.epsilon == 2.0 and not any("independent=True" in x for x in dpc.assumptions)

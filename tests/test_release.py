@@ -190,7 +190,14 @@ def test_composition_and_spec_file(work: Path, first_release: subprocess.Complet
         'around = 0.5\ngap = 0.1\nepsilon = 1.0\ndelta = 1e-3\nsamples = 50\nmechanism = "expm-laplace"\n'
         'population = "pop.csv"\n'
     )
-    other = run(["release", "other.csv", "--config", "spec.toml", "--previous", "out", "--independent"], work)
+    # the first release was seeded: it never composes as independent (issue 27)
+    seeded = run(["release", "other.csv", "--config", "spec.toml", "--previous", "out", "--independent"], work)
+    assert seeded.returncode == 2 and seeded.stderr.count("\n") == 1, seeded.stderr
+    assert "seeded (--seed 3)" in seeded.stderr and "never composes as independent" in seeded.stderr
+    fresh = run(["release", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv", "--samples", "50",
+                 "--mechanism", "expm-laplace", "--format", "json", "--out", "out_os"], work)
+    assert fresh.returncode == 0, fresh.stderr
+    other = run(["release", "other.csv", "--config", "spec.toml", "--previous", "out_os", "--independent"], work)
     assert other.returncode == 0, other.stderr
     assert other.stdout.startswith("# distpriv release")
     assert "Average age" in other.stdout and "ExpM (L)" in other.stdout

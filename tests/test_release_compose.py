@@ -22,8 +22,10 @@ PAIRS = ((0.4, 0.6),)
 FRAMEWORK = "distribution-privacy"
 
 
-def _entry(rid: str, eps: float, delta: float, *, deterministic: bool = True, mechanism: str = "expm-gauss") -> ChainEntry:
-    return ChainEntry(rid, eps, delta, mechanism, deterministic, 100, "k" * 64, np.arange(3, dtype=np.uint64))
+def _entry(rid: str, eps: float, delta: float, *, deterministic: bool = True, mechanism: str = "expm-gauss",
+           seed: int | None = None) -> ChainEntry:
+    return ChainEntry(rid, eps, delta, mechanism, deterministic, 3, "k" * 16, np.arange(6, dtype=np.uint64).reshape(3, 2),
+                      ("a", "b"), "os" if seed is None else "seeded", seed)
 
 
 def _ledger(*chain: ChainEntry, folder: str = "out", protect: str = "`a` > 1",
@@ -116,3 +118,42 @@ def test_check_compatible_refuses_another_framework_predicate_or_psi() -> None:
         check_compatible([led], framework=FRAMEWORK, protect="`a` > 2", pairs=PAIRS)
     with pytest.raises(dp.AssumptionError, match="same protected property and the same pairs"):
         check_compatible([led], framework=FRAMEWORK, protect="`a` > 1", pairs=[(0.4, 0.7)])
+
+
+# --------------------------------------------------------------------------- issue 27: seeds and identifiability
+def test_seeded_releases_never_compose() -> None:
+    s7 = _entry("e" * 32, 1.0, 0.0, seed=7)
+    # a seeded earlier release with disjoint rows and --independent: refused (not Prop. A.5)
+    with pytest.raises(dp.AssumptionError, match=r"^--independent: the release in out was seeded \(--seed 7\); .*"
+                                                 r"never composes as independent"):
+        decide_propositions([_ledger(s7)], shared={}, rows=100, independent=True, deterministic=False)
+    # a seeded current release
+    with pytest.raises(dp.AssumptionError, match=r"this release is seeded \(--seed 3\)"):
+        decide_propositions([_ledger(A)], shared={}, rows=100, independent=True, deterministic=False, seed=3)
+    # two releases with the same seed, even where Prop. A.4 would otherwise apply (same rows, F fixed by θ)
+    same = _entry("f" * 32, 1.0, 0.0, seed=7)
+    with pytest.raises(dp.AssumptionError, match=r"^--previous: this release and an earlier one use the same seed 7"):
+        decide_propositions([_ledger(same)], shared={same.id: 100}, rows=100, independent=False, deterministic=True,
+                            seed=7)
+    # the same chain without seeds composes
+    assert decide_propositions([_ledger(A)], shared={}, rows=100, independent=True, deterministic=False) == ("A.5",)
+    assert decide_propositions([_ledger(A)], shared={A.id: 100}, rows=100, independent=False,
+                               deterministic=True) == ("A.4",)
+
+
+def test_independent_needs_an_id_where_rows_do_not_identify_records() -> None:
+    reason = "different records agree on them by chance for 82.0% of the rows"
+    with pytest.raises(dp.AssumptionError, match=r"^--independent: rows are compared .* but different records agree "
+                                                 r"on them by chance for 82.0% .*--id COL"):
+        decide_propositions([_ledger(A)], shared={}, rows=100, independent=True, deterministic=False,
+                            unidentified={A.id: reason})
+    # without --independent the reason does not matter (Prop. A.5 is not claimed)
+    assert decide_propositions([_ledger(A)], shared={A.id: 5}, rows=100, independent=False, deterministic=True,
+                               unidentified={A.id: reason}) == ("A.4",)
+
+
+def test_composed_assumptions_name_the_proposition_not_a_bare_declaration() -> None:
+    from distpriv.guarantees import INDEPENDENCE_DECLARED
+
+    comp = compose_releases([_ledger(A)], _current(1.0, 0.0), ("A.5",))
+    assert A5 in comp.guarantee.assumptions and INDEPENDENCE_DECLARED not in comp.guarantee.assumptions

@@ -321,8 +321,43 @@ def _kind(g: Guarantee) -> str:
     return "(ε, δ)" if g.divergence is None else _DIVERGENCE_LABELS[g.divergence]
 
 
-def compose(guarantees: Sequence[Guarantee]) -> Guarantee:
+#: Frameworks whose basic composition holds for releases of the same data (with independent noise only).
+SAME_DATA_FRAMEWORKS = (Framework.DIFFERENTIAL, Framework.GROUP_DIFFERENTIAL)
+
+#: Recorded in the assumptions of a composition declared independent by the caller.
+INDEPENDENCE_DECLARED = (
+    "declared by the caller (independent=True), not checked: the released outputs are independent given each "
+    "secret hypothesis — the releases used independently sampled datasets (Prop. A.5) or each secret fixes the "
+    "released query values (Prop. A.4) — and independent noise"
+)
+
+#: What to do instead when releases of the same data cannot be declared independent.
+JOINT_ALTERNATIVE = (
+    "release the statistics together instead: calibrate one mechanism for the joint vector (dp.calibrate on the "
+    "model of all statistics; its exact privacy profile covers their correlation under each θ)"
+)
+
+
+def compose(guarantees: Sequence[Guarantee], *, independent: bool = False) -> Guarantee:
     """Sequential composition of guarantees of independent releases, or a one-line refusal.
+
+    ``independent`` — the caller's declaration that the released outputs are
+    independent given each secret (independently sampled datasets, or each θ
+    fixing the released values, and independent noise). It cannot be checked
+    from the guarantees, and it fails for two releases of the *same* data:
+    two statistics with identical marginals under both θ but correlation
+    +0.9 under one and −0.9 under the other are each truthfully (0.5, 1e-5)
+    private, yet together they reveal θ (true joint δ ≈ 0.6 at ε = 1, not the
+    composed 2e-5). So for distribution, attribute and local distribution
+    privacy a composition is **refused** (:class:`AssumptionError`) unless
+    ``independent=True``, and the declaration is then listed in the
+    assumptions (:data:`INDEPENDENCE_DECLARED`). The exact alternative for
+    releases of one dataset (:data:`JOINT_ALTERNATIVE`): calibrate a single
+    mechanism for the joint vector of statistics, whose exact privacy profile
+    (:mod:`distpriv.accounting`) accounts for their correlation. Differential
+    privacy (and group DP) composes on the same data (Dwork & Roth Thm 3.16:
+    only the noise must be independent), so ``independent`` is not required
+    there.
 
     All guarantees must be of one :class:`Framework`, one kind (all (ε, δ), or
     all bounds on the same divergence) and for the same Ψ (as unordered pairs);
@@ -340,8 +375,8 @@ def compose(guarantees: Sequence[Guarantee]) -> Guarantee:
       (Kawamoto & Murakami, tupling paper Table 6);
     * differential privacy: basic composition (Dwork & Roth Thm 3.16).
 
-    The caller must check which applies; the returned guarantee records it as
-    an assumption. Values combine as follows:
+    The caller must check which applies and say so with ``independent=True``;
+    the returned guarantee records it as an assumption. Values combine as follows:
 
     * (ε, δ): ``ε = Σ ε_i``, ``δ = min(1, Σ δ_i)``;
     * KL, reverse KL: ``Σ ε_i`` (KL tensorises; divergence paper Table II);
@@ -398,16 +433,27 @@ def compose(guarantees: Sequence[Guarantee]) -> Guarantee:
                 f"guarantees: composition needs the same secret pairs Ψ; {first.mechanism} covers "
                 f"{list(first.pairs)} but {g.mechanism} covers {list(g.pairs)}"
             )
+    if not isinstance(independent, bool):
+        raise InvalidTypeError(f"independent: expected True or False, got {type(independent).__name__}")
+    framework = Framework(first.framework)
+    if len(gs) > 1 and not independent and framework not in SAME_DATA_FRAMEWORKS:
+        raise AssumptionError(
+            f"independent: composing {framework} claims needs outputs independent given the secret, which "
+            "releases of the same data are not (their statistics are correlated through the data); pass "
+            f"independent=True to declare independently sampled datasets and noise, or {JOINT_ALTERNATIVE}"
+        )
     div = first.divergence
     eps = _compose_values(div, [g.epsilon for g in gs])
     delta = min(1.0, math.fsum(g.delta for g in gs)) if div is None else 0.0
-    theorem, rule = _COMPOSITION[Framework(first.framework)]
+    theorem, rule = _COMPOSITION[framework]
     assumptions: list[str] = []
     for g in gs:
         for a in g.assumptions:
             if a not in assumptions:
                 assumptions.append(a)
     assumptions.append(rule)
+    if independent and framework not in SAME_DATA_FRAMEWORKS:
+        assumptions.append(INDEPENDENCE_DECLARED)
     if div is not None:
         assumptions.append(_DIVERGENCE_RULES[div] + "; needs non-adaptive releases with independent outputs")
     cals = {g.calibration for g in gs}

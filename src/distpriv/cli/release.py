@@ -201,6 +201,10 @@ def register(app: typer.Typer) -> None:
                                             help="--out folder of an earlier release to compose with (repeatable)."),
         independent: bool = typer.Option(False, "--independent",
                                          help="Assert the releases' datasets were sampled independently (Prop. A.5)."),
+        id_column: str = typer.Option(None, "--id",
+                                      help="Column identifying records: rows are compared with --previous releases "
+                                           "on it (needed with --independent when the shared columns do not "
+                                           "identify records)."),
         audit_release: bool = typer.Option(False, "--audit",
                                            help="Also audit the chosen mechanism (dp.audit) and add it to the report."),
         trials: int = _TRIALS,
@@ -214,7 +218,8 @@ def register(app: typer.Typer) -> None:
         fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
         _check_out(out, previous, force)
-        spec = build_spec(**o.spec_kwargs(), seed=seed, previous=previous, independent=independent or None)
+        spec = build_spec(**o.spec_kwargs(), seed=seed, previous=previous, independent=independent or None,
+                          id=id_column)
         _warn_seeded(spec.seed)
         if audit_release:
             from ..release.audit import check_audit_options

@@ -1,4 +1,8 @@
-"""Keyed 64-bit fingerprints of rows, computed by the engine, to detect rows shared between releases.
+"""Keyed 64-bit fingerprints of rows and cells, computed by the engine, to detect rows shared between releases.
+
+Two schemes: whole rows as stored (:func:`row_fingerprints`, below), and one hash per *normalised* cell
+(:func:`cell_fingerprints`, :data:`CELL_SCHEME`: numbers by value, text trimmed and case-folded), which the
+release ledger keeps so that re-exported copies match on the columns they share (issue 27).
 
 Scheme :data:`FINGERPRINT_SCHEME` (the same for every input type, so a release
 from a CSV file and a later one from a pandas frame of the same rows agree):
@@ -38,7 +42,8 @@ from numpy.typing import NDArray
 from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from .sources import Table, engine_errors, open_table, quote_ident
 
-__all__ = ["FINGERPRINT_SCHEME", "canonical_sql", "new_fingerprint_key", "row_fingerprints"]
+__all__ = ["CELL_SCHEME", "FINGERPRINT_SCHEME", "canonical_sql", "cell_fingerprints", "new_fingerprint_key",
+           "normalise_name", "normalised_row_hashes", "row_fingerprints"]
 
 #: Identifier of the fingerprint scheme (stored next to fingerprints so that schemes never mix).
 FINGERPRINT_SCHEME = "distpriv-row-md5-64/v1"
@@ -149,6 +154,7 @@ def _fingerprint_arrow(data: Any, key_hex: str) -> NDArray[np.uint64]:
 
     con = duckdb.connect(":memory:")
     try:
+        con.execute("SET enable_progress_bar = false")
         rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
         sql = canonical_sql(rel.columns, rel.types, _VIEW)
         rel.create_view(_VIEW)
@@ -204,6 +210,7 @@ def row_fingerprints(
 
             con = duckdb.connect(":memory:")
             try:
+                con.execute("SET enable_progress_bar = false")
                 return _fingerprint_relation(con, con.from_arrow(_relation_reader(rel)), key_hex, count_first=False)
             finally:
                 con.close()
@@ -233,3 +240,229 @@ def row_fingerprints(
             raise InvalidTypeError(f"{table.what}: fingerprints are not supported for backend {backend!r}")
     out.sort()
     return out
+
+
+
+# --------------------------------------------------------------------------- normalised cells (issue 27)
+#: Identifier of the per-cell scheme of :func:`cell_fingerprints` (stored in the release ledger).
+CELL_SCHEME = "distpriv-cell-md5-64/v2"
+
+_WS = "' ' || chr(9) || chr(10) || chr(13) || chr(11) || chr(12)"
+_INT_RE = r"[+-]?[0-9]+"
+_DEC_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+
+
+def normalise_name(name: Any) -> str:
+    """A column name as compared across tables: trimmed and case-folded (``' Race'`` and ``'RACE'`` agree)."""
+    return str(name).strip().casefold()
+
+
+def _double_text(x: str) -> str:
+    """Canonical text of a DOUBLE expression: NULL for NaN, integral values below 1e15 as integers, else %.17g."""
+    return (f"CASE WHEN isnan({x}) THEN NULL "
+            f"WHEN {x} = trunc({x}) AND abs({x}) < 1e15 THEN CAST(CAST({x} AS BIGINT) AS VARCHAR) "
+            f"ELSE printf('%.17g', {x}) END")
+
+
+def _is_text(dtype: str) -> bool:
+    base = dtype.upper()
+    return not (base in _INTEGERS or base in _NUMERIC or base.startswith("DECIMAL") or base == "BOOLEAN")
+
+
+def _prepared(name: str, dtype: str) -> str:
+    """First stage: text cells trimmed of ASCII whitespace (computed once per cell), other cells as they are."""
+    col = quote_ident(name)
+    return f"trim(CAST({col} AS VARCHAR), {_WS})" if _is_text(dtype) else col
+
+
+def _normalised_text(name: str, dtype: str) -> str:
+    """SQL text of one cell normalised for comparison across exports (NULL when missing); ``name`` is the column
+    of :func:`_prepared`.
+
+    Numbers by value (integers as their exact decimal digits, other numbers as :func:`_double_text`); text
+    trimmed of ASCII whitespace, empty text missing, text that is a plain decimal number read as that number,
+    ``true``/``false`` as 1/0 like booleans, any other text lower-cased; other types through their text cast.
+    """
+    col = quote_ident(name)
+    base = dtype.upper()
+    if base in _INTEGERS:
+        return f"CAST({col} AS VARCHAR)"
+    if base in _NUMERIC or base.startswith("DECIMAL"):
+        return _double_text(f"(CAST({col} AS DOUBLE) + 0.0)")
+    if base == "BOOLEAN":
+        return f"CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END"
+    t = col
+    dbl = f"(CAST({t} AS DOUBLE) + 0.0)"
+    # only text starting with a digit, a sign or a point can be a number: the regular expressions run on those
+    return (f"CASE WHEN {t} = '' THEN NULL "
+            f"WHEN NOT (ascii({t}) BETWEEN 48 AND 57 OR ascii({t}) IN (43, 45, 46)) THEN "
+            f"(CASE WHEN lower({t}) = 'true' THEN '1' WHEN lower({t}) = 'false' THEN '0' ELSE lower({t}) END) "
+            f"WHEN regexp_full_match({t}, '{_INT_RE}') AND TRY_CAST({t} AS HUGEINT) IS NOT NULL "
+            f"THEN CAST(CAST({t} AS HUGEINT) AS VARCHAR) "
+            f"WHEN regexp_full_match({t}, '{_DEC_RE}') THEN {_double_text(dbl)} "
+            f"ELSE lower({t}) END")
+
+
+def _stages(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
+    """``SELECT t0, t1, ... FROM (SELECT r0, r1, ... FROM source)``: the normalised texts of every cell."""
+    pairs = list(zip(map(str, columns), map(str, types), strict=True))
+    first = ", ".join(f"{_prepared(c, t)} AS r{i}" for i, (c, t) in enumerate(pairs))
+    second = ", ".join(f"{_normalised_text(f'r{i}', 'VARCHAR' if _is_text(t) else t)} AS t{i}"
+                       for i, (_, t) in enumerate(pairs))
+    return f"SELECT {second} FROM (SELECT {first} FROM {source})"
+
+
+def _cell_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
+    """One keyed hash per cell: column ``h<i>`` = md5_number_lower(prefix_i ‖ ('=' ‖ text | '-')), where the
+    ``i``-th ``?`` parameter is prefix_i = hex(key) ‖ 0x1F ‖ normalised name ‖ 0x1F."""
+    outs = ", ".join(f"md5_number_lower(?::VARCHAR || (CASE WHEN t{i} IS NULL THEN '-' ELSE '=' || t{i} END)) AS h{i}"
+                     for i in range(len(columns)))
+    return f"SELECT {outs} FROM ({_stages(columns, types, source)})"
+
+
+def _row_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
+    """One keyed hash per row of the normalised cells (length-prefixed, in the given order): column ``h0``."""
+    body = " || ".join(f"(CASE WHEN t{i} IS NULL THEN '-' ELSE CAST(strlen(t{i}) AS VARCHAR) || ':' || t{i} END)"
+                       for i in range(len(columns)))
+    return f"SELECT md5_number_lower(?::VARCHAR || {body}) AS h0 FROM ({_stages(columns, types, source)})"
+
+
+def _hash_frame(data: Any, build: Any, params: list[str]) -> NDArray[np.uint64]:
+    """(rows, m) hashes of an in-memory pandas DataFrame / pyarrow Table / RecordBatch, scanned by DuckDB."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET enable_progress_bar = false")
+        rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
+        rel.create_view(_VIEW)
+        got = con.sql(build(rel.columns, rel.types, _VIEW), params=params).fetchnumpy()
+        return np.column_stack([np.asarray(got[f"h{i}"], dtype=np.uint64) for i in range(len(params))]) \
+            if params else np.empty((0, 0), dtype=np.uint64)
+    finally:
+        con.close()
+
+
+def _hash_relation(con: Any, rel: Any, build: Any, params: list[str]) -> NDArray[np.uint64]:
+    """(rows, m) hashes of a relation of ``con``, streamed in Arrow batches."""
+    rel.create_view(_VIEW, replace=True)
+    try:
+        reader = _relation_reader(con.sql(build(rel.columns, rel.types, _VIEW), params=params))
+        parts = [np.column_stack([np.asarray(b.column(i).to_numpy(zero_copy_only=False), dtype=np.uint64)
+                                  for i in range(len(params))]) for b in reader]
+    finally:
+        con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
+    return np.concatenate(parts) if parts else np.empty((0, len(params)), dtype=np.uint64)
+
+
+def _dask_hashes(pdf: Any, build: Any, params: list[str]) -> Any:
+    import pandas as pd
+
+    out = _hash_frame(pdf, build, params)
+    return pd.DataFrame({f"h{i}": out[:, i] for i in range(len(params))}, dtype="uint64")
+
+
+def _spark_hashes(batches: Any, build: Any, params: list[str]) -> Any:
+    import pyarrow as pa
+
+    for batch in batches:
+        out = _hash_frame(pa.Table.from_batches([batch]), build, params).view(np.int64)
+        yield pa.RecordBatch.from_arrays([pa.array(out[:, i], type=pa.int64()) for i in range(len(params))],
+                                         names=[f"h{i}" for i in range(len(params))])
+
+
+def _engine_hashes(table: Table, cols: list[str], build: Any, params: list[str]) -> NDArray[np.uint64]:
+    """Run ``build``'s SQL over ``cols`` of ``table`` in its own engine; (rows, len(params)) uint64, row order
+    of the engine."""
+    backend = table.backend
+    m = len(params)
+    with engine_errors(table.what, backend):
+        if backend == "duckdb":
+            rel = table.native.select(*[quote_ident(c) for c in cols])
+            if table.connection is not None:
+                return _hash_relation(table.connection, rel, build, params)
+            import duckdb
+
+            con = duckdb.connect(":memory:")
+            try:
+                con.execute("SET enable_progress_bar = false")
+                return _hash_relation(con, con.from_arrow(_relation_reader(rel)), build, params)
+            finally:
+                con.close()
+        if backend == "pandas":
+            return _hash_frame(table.native[cols], build, params)
+        if backend == "polars":
+            return _hash_frame(table.native.select(cols).to_arrow(), build, params)
+        if backend == "pyarrow":
+            return _hash_frame(table.native.select(cols), build, params)
+        if backend == "polars-lazy":
+            lazy = table.native.select(cols)
+            batches = lazy.collect_batches() if hasattr(lazy, "collect_batches") else [lazy.collect()]
+            parts = [_hash_frame(b.to_arrow(), build, params) for b in batches]
+            return np.concatenate(parts) if parts else np.empty((0, m), dtype=np.uint64)
+        if backend == "dask":
+            import pandas as pd
+
+            meta = pd.DataFrame({f"h{i}": pd.Series(dtype="uint64") for i in range(m)})
+            frame = table.native[cols].map_partitions(_dask_hashes, build, params, meta=meta).compute()
+            return np.asarray(frame.to_numpy(), dtype=np.uint64).reshape(-1, m)
+        if backend == "pyspark":
+            schema = ", ".join(f"h{i} long" for i in range(m))
+            sdf = table.native.select(*cols).mapInArrow(lambda it: _spark_hashes(it, build, params), schema)
+            arrow = sdf.toArrow()
+            return np.column_stack([np.asarray(arrow.column(f"h{i}").to_numpy(), dtype=np.int64)
+                                    for i in range(m)]).view(np.uint64).reshape(-1, m)
+    raise InvalidTypeError(f"{table.what}: fingerprints are not supported for backend {backend!r}")  # pragma: no cover
+
+
+def _unique_names(columns: Sequence[str]) -> list[str]:
+    """Normalised names, made unique in column order (a second ``'Age'`` after ``'age'`` is ``'age#2'``)."""
+    out: list[str] = []
+    for c in columns:
+        base = normalise_name(c)
+        name, k = base, 1
+        while name in out:
+            k += 1
+            name = f"{base}#{k}"
+        out.append(name)
+    return out
+
+
+def cell_fingerprints(
+    data: Any, *, key: bytes, columns: Sequence[str] | None = None, **open_options: Any
+) -> tuple[list[str], NDArray[np.uint64]]:
+    """Keyed 64-bit hashes of every normalised cell, one column per table column (scheme :data:`CELL_SCHEME`).
+
+    Returns ``(names, cells)``: the normalised column names (:func:`normalise_name`, made unique) and a
+    ``(rows, len(names))`` uint64 array in the engine's row order, where
+
+        cells[r, c] = lower 64 bits of MD5(hex(key) ‖ 0x1F ‖ names[c] ‖ 0x1F ‖ cell)
+
+    with ``cell`` = ``'=' ‖ text`` for the normalised text of :func:`_normalised_text` (numbers by value, text
+    trimmed and lower-cased, ...) or ``'-'`` when missing. A row restricted to any set S of columns is then
+    identified by Σ_{c ∈ S} cells[r, c] mod 2⁶⁴ (a keyed random function of the normalised values in S, so
+    rows agreeing on S, and only those up to a 2⁻⁶⁴ chance, agree): two exports of one table with columns
+    reordered, renamed in case, dropped or added, in CSV or Parquet, agree on the columns they share.
+    """
+    key_hex = _check_key(key)
+    table: Table = open_table(data, **open_options)
+    cols = table.columns if columns is None else list(dict.fromkeys(columns))
+    if not cols:
+        raise InvalidParameterError("columns: need at least one column")
+    table.check_columns(cols, "columns")
+    names = _unique_names(cols)
+    params = [f"{key_hex}\x1f{n}\x1f" for n in names]
+    return names, _engine_hashes(table, cols, _cell_sql, params)
+
+
+def normalised_row_hashes(data: Any, *, key: bytes, columns: Sequence[str], **open_options: Any) -> NDArray[np.uint64]:
+    """One keyed 64-bit hash per row of the normalised cells of ``columns`` (equal rows, equal hashes); used to
+    count value collisions of a (large) population without materialising a cell per row."""
+    key_hex = _check_key(key)
+    table: Table = open_table(data, **open_options)
+    cols = list(dict.fromkeys(columns))
+    if not cols:
+        raise InvalidParameterError("columns: need at least one column")
+    table.check_columns(cols, "columns")
+    order = sorted(cols, key=normalise_name)
+    return _engine_hashes(table, order, _row_sql, [f"{key_hex}\x1f"]).reshape(-1)

@@ -12,8 +12,8 @@ from .spec import ReleaseSpec
 
 __all__ = ["protect"]
 
-_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding",
-            "na_values", "decimal", "thousands", "population_sep", "population_encoding")
+_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
+            "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding")
 
 
 def protect(
@@ -60,7 +60,8 @@ def protect(
         ``"auto"`` (smallest expected error among the mechanisms whose guarantee holds) or a name.
     **options
         ``names``, ``n``, ``samples`` (default 1000), ``calibration``, ``seed`` (tests only: not private),
-        ``previous`` (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``),
+        ``previous`` (earlier ``--out`` folders), ``independent``, ``id`` (a column identifying records,
+        compared with earlier releases' ledgers), ``missing`` (``"error"``/``"drop"``),
         ``sep``, ``encoding``, ``na_values``, ``decimal``, ``thousands``, ``population_sep``,
         ``population_encoding`` (CSV options, as on the command line).
 

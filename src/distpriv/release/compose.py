@@ -12,15 +12,22 @@ and the two releases are correlated through it. Two sufficient conditions:
   *independently sampled* datasets: (ε₁ + ε₂, δ₁ + δ₂) for Ψ ⋄ Ψ.
 
 Both need the releases' noise to be independent, which fresh operating-system
-entropy for every release provides (a seeded release is not private at all).
+entropy for every release provides. A seeded release (``--seed``, recorded in
+the ledger) is not private at all and its noise is a function of its seed, so it
+never composes: a chain with a seeded release, earlier or current, is refused
+(also two releases with the same seed).
 
 An earlier release is read from the private ledger of its ``--out`` folder
 (:mod:`distpriv.release.ledger`): its whole chain of earlier releases counts, so
 the totals of chains add up, and a release reached through two ledgers counts
 once. Rows shared with any release of the chain are found by content (keyed
-per-row fingerprints, :mod:`distpriv.release.fingerprints`):
+per-column hashes of normalised cells, compared on the columns both tables
+hold, :mod:`distpriv.release.fingerprints`):
 
 * shared rows and ``--independent``: refused (the datasets are not independent);
+* ``--independent`` where the shared columns do not identify records (their
+  chance collision rate on the public population is above the threshold, or
+  unknown without a population) and no ``--id COL`` is given: refused;
 * shared rows without ``--independent``: Prop. A.4 if this release's model and
   every release sharing rows have F(Data) constant given θ; refused otherwise;
 * no shared rows: Prop. A.5 with ``--independent`` (the curator asserts how the
@@ -33,11 +40,11 @@ releases'.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Guarantee, compose
+from ..guarantees import INDEPENDENCE_DECLARED, Guarantee, compose
 from .ledger import ChainEntry, Ledger
 
 __all__ = ["Composition", "check_compatible", "compose_releases", "decide_propositions", "merged_chain"]
@@ -109,12 +116,15 @@ def merged_chain(ledgers: Sequence[Ledger]) -> tuple[tuple[ChainEntry, ...], dic
 
 def decide_propositions(
     ledgers: Sequence[Ledger], *, shared: Mapping[str, int], rows: int, independent: bool, deterministic: bool | None,
+    seed: int | None = None, unidentified: Mapping[str, str] | None = None,
 ) -> tuple[str, ...] | None:
     """Which of Props. A.4/A.5 compose this release with the earlier ones (see the module docstring).
 
     ``shared[id]``: rows of this release's data also in release ``id``; ``deterministic``: F(Data) is constant
     given θ in this release's model, ``None`` when not known yet (then ``None`` is returned where the answer
-    depends on it, after every refusal that does not). Raises :class:`AssumptionError` with the reason.
+    depends on it, after every refusal that does not); ``seed``: this release's ``--seed`` (``None``: operating-
+    system entropy); ``unidentified[id]``: why rows cannot tell disjoint samples from reused ones for release
+    ``id`` (then ``--independent`` needs ``--id``). Raises :class:`AssumptionError` with the reason.
     """
     chain, where = merged_chain(ledgers)
     overlapping = [e for e in chain if shared.get(e.id, 0) > 0]
@@ -141,7 +151,25 @@ def decide_propositions(
                 f"--previous: the release(s) in {where[disjoint[0].id]} used other rows; Prop. A.5 composes them only "
                 "if the datasets were sampled independently: pass --independent to assert it"
             )
+        for e in disjoint:
+            reason = (unidentified or {}).get(e.id)
+            if reason:
+                raise AssumptionError(
+                    f"--independent: rows are compared with the release in {where[e.id]} on the columns both tables "
+                    f"hold, but {reason}, so disjoint samples cannot be told from reused rows; name a column that "
+                    "identifies records with --id COL"
+                )
         props.add("A.5")
+    seeds = [(e.seed, where[e.id]) for e in chain if e.seeded]
+    if seed is not None or seeds:
+        what = f"this release is seeded (--seed {seed})" if seed is not None else (
+            f"the release in {seeds[0][1]} was seeded (--seed {seeds[0][0]})")
+        if seed is not None and any(s == seed for s, _ in seeds):
+            what = f"this release and an earlier one use the same seed {seed} (the same noise)"
+        raise AssumptionError(
+            f"{'--independent' if independent else '--previous'}: {what}; a seeded release's noise is a function of its seed, not fresh entropy, so it never "
+            "composes as independent (Props. A.4/A.5 need independent noise); release without --seed"
+        )
     if overlapping and deterministic is None:
         return None
     return tuple(sorted(props))
@@ -152,7 +180,9 @@ def compose_releases(ledgers: Sequence[Ledger], current: Guarantee, propositions
     chain, _ = merged_chain(ledgers)
     previous = [Guarantee(epsilon=e.epsilon, delta=e.delta, mechanism=e.mechanism, framework=current.framework,
                           pairs=current.pairs) for e in chain]
-    g = compose([*previous, current])
+    # the propositions were decided above (shared rows by content, F fixed by θ, --independent): justified here
+    g = compose([*previous, current], independent=True)
+    g = replace(g, assumptions=tuple(a for a in g.assumptions if a != INDEPENDENCE_DECLARED))
     extra = [A4] if "A.4" in propositions else []
     if "A.5" in propositions:
         extra.append(A5)

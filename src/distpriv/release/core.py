@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..data.fingerprint import normalise_name
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..models import EmpiricalModel, GaussianModel
@@ -50,7 +51,7 @@ from .data import (
     public_seed,
 )
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
-from .fingerprints import count_shared, new_key, table_fingerprints
+from .fingerprints import Overlap, compare_rows, new_key, table_cells
 from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
 from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
@@ -88,6 +89,13 @@ class Prepared:
     seed: int
     #: the public diagonal D (:mod:`distpriv.release.standardize`); ``modelling`` and ``sensitivities`` are of D⁻¹F
     standardization: Standardization | None = None
+    #: per earlier release, how the rows compare (private; :mod:`distpriv.release.fingerprints`)
+    overlaps: dict[str, Overlap] = field(default_factory=dict)
+
+    @property
+    def unidentified(self) -> dict[str, str]:
+        """Per earlier release, why rows cannot tell disjoint samples from reused ones (``--independent`` needs ``--id``)."""
+        return {k: o.reason for k, o in self.overlaps.items() if o.reason}
 
     def stream(self, which: int) -> np.random.Generator:
         """A generator seeded from the public inputs (``which`` selects an independent stream)."""
@@ -128,6 +136,10 @@ class ReleaseResult:
     #: starting with :data:`~distpriv.release.public.CURATOR_PREFIX`, which the audit's side-channel diff skips
     curator_notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # how the rows compared with each earlier release (issue 27): private, for the curator alone
+        self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+
     @property
     def chosen(self) -> Candidate:
         return self.selection.chosen
@@ -147,8 +159,10 @@ class ReleaseResult:
         """The private ledger of this release: its chain (earlier releases + this one) with fresh fingerprints."""
         prep = self.prepared
         key = new_key()
+        columns, cells = table_cells(prep.data.source, key)
         own = ChainEntry(self.release_id, float(self.guarantee.epsilon), float(self.guarantee.delta), self.chosen.name,
-                         prep.deterministic, prep.data.rows, key, table_fingerprints(prep.data.source, key))
+                         prep.deterministic, prep.data.rows, key, cells, columns,
+                         "os" if prep.spec.seed is None else "seeded", prep.spec.seed)
         chain = (*self.composition.chain, own) if self.composition is not None else (own,)
         eps, delta = composed_total(chain)
         props: tuple[str, ...] = ()
@@ -207,13 +221,18 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
             )
     previous = [read_ledger(p) for p in spec.previous]
     shared: dict[str, int] = {}
+    overlaps: dict[str, Overlap] = {}
+    if spec.id is not None and normalise_name(spec.id) not in {normalise_name(c) for c in table.source.columns}:
+        raise InvalidParameterError(f"--id: the data has no column {spec.id!r}")
     if previous:  # refuse what can be refused before any modelling
         check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
         chain, _ = merged_chain(previous)
-        shared = {e.id: count_shared(table_fingerprints(table.source, e.fingerprint_key), e.fingerprints)
-                  for e in chain}
+        overlaps = dict(compare_rows(table.source, chain, rows=table.rows, id_column=spec.id,
+                                     population=None if population is None else population.source))
+        shared = {k: o.shared for k, o in overlaps.items()}
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
-                            deterministic=None)
+                            deterministic=None, seed=spec.seed,
+                            unidentified={k: o.reason for k, o in overlaps.items() if o.reason})
     if population is not None:
         input_sha: str | None = input_sha256(population)
     else:
@@ -242,8 +261,9 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         sens = np.asarray(sens, dtype=float) / std.scale
     prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
     if previous:  # refuse before any noise is drawn
+        prep.overlaps = overlaps
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
-                            deterministic=prep.deterministic)
+                            deterministic=prep.deterministic, seed=spec.seed, unidentified=prep.unidentified)
     return prep
 
 
@@ -293,7 +313,8 @@ def release(
     comp = None
     if prep.previous:
         props = decide_propositions(prep.previous, shared=prep.shared, rows=prep.data.rows,
-                                    independent=prep.spec.independent, deterministic=prep.deterministic)
+                                    independent=prep.spec.independent, deterministic=prep.deterministic,
+                                    seed=prep.spec.seed, unidentified=prep.unidentified)
         assert props is not None
         if _framework(plan.guarantee) != FRAMEWORK:  # pragma: no cover - every release mechanism is DistP
             raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")

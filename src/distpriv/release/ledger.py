@@ -1,32 +1,44 @@
 """The curator's private ledger: what composing later releases needs, kept out of the public files.
 
 ``distpriv release --out DIR`` writes, next to the public ``release.json`` and
-report, a folder ``DIR/private/`` labelled not for publication:
+report, a folder ``DIR/private/`` (mode 0700, files 0600) labelled not for
+publication:
 
 * ``ledger.json`` — the secret (protected predicate, pairs Ψ, framework), and
   the *chain*: every release this one was composed with, itself last, each
   with its own (ε, δ), mechanism, whether its f_θ model fixes F(Data) given θ
-  (Prop. A.4's condition), its row count and its fingerprint file; the composed
-  total; the SHA-256 of the public ``release.json``; and a SHA-256 checksum of
-  all of it;
-* ``fingerprints-<id>.npy`` — sorted uint64 keyed fingerprints of the rows of
-  each release of the chain (:mod:`distpriv.release.fingerprints`), so later
-  releases can detect shared rows by content.
+  (Prop. A.4's condition), its randomness (operating-system entropy, or the
+  ``--seed`` that makes its noise reproducible), its row count, its normalised
+  column names and its cell-hash file; the composed total; the SHA-256 of the
+  public ``release.json``; and an HMAC-SHA256 of all of it;
+* ``cells-<id>.npy`` — the (rows, columns) uint64 keyed hashes of the
+  normalised cells of each release of the chain
+  (:mod:`distpriv.release.fingerprints`), so later releases can detect shared
+  rows by content on the columns both tables hold.
+
+**The MAC key** lives outside every ``--out`` folder, in the curator's own
+configuration (:func:`ledger_key_path`): ``$DISTPRIV_HOME/ledger.key`` when
+``DISTPRIV_HOME`` is set, else ``$XDG_CONFIG_HOME/distpriv/ledger.key``, else
+``~/.config/distpriv/ledger.key``; it is created (32 random bytes, hex, mode
+0600, folder 0700) on first use. An edited ledger cannot be re-signed without
+it — recomputing an unkeyed hash after setting ε 1 → 1e-9 is refused — so
+composing later releases needs the same key: keep it (and back it up) with
+the curator, never with the published files.
 
 :func:`read_ledger` validates a ledger completely (format, schema, ranges:
-finite ε > 0, 0 <= δ < 1; the checksum; the fingerprint files and their
-hashes; the composed total against the chain) and raises a one-line
+finite ε > 0, 0 <= δ < 1; the MAC; the cell files and their hashes; the
+composed total against the chain) and raises a one-line
 :class:`~distpriv.errors.InvalidParameterError` naming ``--previous`` for any
-missing, malformed, edited or foreign ledger. The checksum detects edits made
-without recomputing it; it is not a signature — keep ``private/`` where only
-the curator can write.
+missing, malformed, edited or foreign ledger.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
+import os
 import re
 import secrets
 from collections.abc import Sequence
@@ -38,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from .fingerprints import FINGERPRINT_SCHEME, KEY_LENGTH
+from .fingerprints import CELL_SCHEME, KEY_LENGTH, row_sums
 
 __all__ = [
     "FORMAT",
@@ -46,13 +58,18 @@ __all__ = [
     "VERSION",
     "ChainEntry",
     "Ledger",
+    "ledger_key",
+    "ledger_key_path",
     "new_release_id",
     "read_ledger",
     "write_ledger",
 ]
 
 FORMAT = "distpriv-ledger"
-VERSION = 1
+VERSION = 2
+#: Environment variable naming the folder of the ledger key (tests point it at a temporary folder).
+HOME_ENV = "DISTPRIV_HOME"
+KEY_FILE = "ledger.key"
 PRIVATE_DIR = "private"
 LEDGER_FILE = "ledger.json"
 NOTICE = (
@@ -63,9 +80,10 @@ NOTICE = (
 _ID_RE = re.compile(r"^[0-9a-f]{32}$")
 _HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
 _TOP_KEYS = {"format", "version", "notice", "release", "framework", "protect", "pairs", "releases", "composed",
-             "public_sha256", "checksum"}
-_ENTRY_KEYS = {"id", "epsilon", "delta", "mechanism", "deterministic", "rows", "fingerprints"}
-_FP_KEYS = {"file", "key", "sha256", "count", "scheme"}
+             "public_sha256", "key_id", "mac"}
+_ENTRY_KEYS = {"id", "epsilon", "delta", "mechanism", "deterministic", "rows", "randomness", "cells"}
+_CELL_KEYS = {"file", "key", "sha256", "rows", "columns", "scheme"}
+_RANDOM_KEYS = {"source", "seed"}
 _COMPOSED_KEYS = {"epsilon", "delta", "propositions"}
 
 
@@ -76,7 +94,11 @@ def new_release_id() -> str:
 
 @dataclass(frozen=True, eq=False)
 class ChainEntry:
-    """One release of a ledger's chain."""
+    """One release of a ledger's chain.
+
+    ``cells``: (rows, len(columns)) keyed hashes of its normalised cells; ``randomness``: ``"os"`` or
+    ``"seeded"`` (then ``seed`` is the seed).
+    """
 
     id: str
     epsilon: float
@@ -85,13 +107,27 @@ class ChainEntry:
     deterministic: bool
     rows: int
     fingerprint_key: str
-    fingerprints: NDArray[np.uint64]
+    cells: NDArray[np.uint64]
+    columns: tuple[str, ...]
+    randomness: str = "os"
+    seed: int | None = None
+
+    @property
+    def fingerprints(self) -> NDArray[np.uint64]:
+        """Sorted whole-row identities (every column)."""
+        return np.sort(row_sums(self.cells))
+
+    @property
+    def seeded(self) -> bool:
+        return self.randomness != "os"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "epsilon": self.epsilon, "delta": self.delta, "mechanism": self.mechanism,
                 "deterministic": self.deterministic, "rows": self.rows,
-                "fingerprints": {"file": _fp_name(self.id), "key": self.fingerprint_key, "scheme": FINGERPRINT_SCHEME,
-                                 "sha256": _npy_sha(self.fingerprints), "count": int(self.fingerprints.size)}}
+                "randomness": {"source": self.randomness, "seed": self.seed},
+                "cells": {"file": _cells_name(self.id), "key": self.fingerprint_key, "scheme": CELL_SCHEME,
+                          "sha256": _npy_sha(self.cells), "rows": int(self.cells.shape[0]),
+                          "columns": list(self.columns)}}
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,8 +151,8 @@ class Ledger:
         return self.chain[-1]
 
 
-def _fp_name(release_id: str) -> str:
-    return f"fingerprints-{release_id}.npy"
+def _cells_name(release_id: str) -> str:
+    return f"cells-{release_id}.npy"
 
 
 def _npy_bytes(arr: NDArray[np.uint64]) -> bytes:
@@ -135,8 +171,65 @@ def _canonical(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _checksum(body: dict[str, Any]) -> str:
-    return hashlib.sha256(_canonical({k: v for k, v in body.items() if k != "checksum"})).hexdigest()
+def ledger_key_path() -> Path:
+    """Where the ledger MAC key lives: ``$DISTPRIV_HOME/ledger.key``, else ``$XDG_CONFIG_HOME/distpriv/ledger.key``,
+    else ``~/.config/distpriv/ledger.key`` (never inside an ``--out`` folder)."""
+    home = os.environ.get(HOME_ENV)
+    if home:
+        return Path(home).expanduser() / KEY_FILE
+    config = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(config).expanduser() if config else Path.home() / ".config"
+    return base / "distpriv" / KEY_FILE
+
+
+def ledger_key(*, create: bool) -> bytes:
+    """The curator's ledger MAC key (32 bytes), created with mode 0600 on first use when ``create``."""
+    path = ledger_key_path()
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        if not create:
+            raise InvalidParameterError(
+                f"--previous: no ledger key at {path}: the ledger's MAC cannot be checked (set {HOME_ENV} to the folder "
+                "holding the key the earlier release was written with)"
+            ) from None
+        return _create_key(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParameterError(f"ledger key: cannot read {path} ({type(exc).__name__})") from None
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise InvalidParameterError(f"ledger key: {path} is not a distpriv ledger key (64 hex digits)")
+    return bytes.fromhex(text)
+
+
+def _create_key(path: Path) -> bytes:
+    key = secrets.token_bytes(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # created meanwhile by another release
+        return ledger_key(create=False)
+    except OSError as exc:
+        raise InvalidParameterError(f"ledger key: cannot create {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(key.hex() + "\n")
+    return key
+
+
+def _key_id(key: bytes) -> str:
+    return hashlib.sha256(b"distpriv-ledger-key-id\x1f" + key).hexdigest()[:16]
+
+
+def _mac(body: dict[str, Any], key: bytes) -> str:
+    """HMAC-SHA256 of the canonical JSON of every field but ``mac``."""
+    return hmac.new(key, _canonical({k: v for k, v in body.items() if k != "mac"}), hashlib.sha256).hexdigest()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a new file with mode 0600 (whatever the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(path, 0o600)
 
 
 def composed_total(chain: Sequence[ChainEntry]) -> tuple[float, float]:
@@ -145,12 +238,24 @@ def composed_total(chain: Sequence[ChainEntry]) -> tuple[float, float]:
 
 
 def write_ledger(out: Path, ledger: Ledger) -> Path:
-    """Write ``out/private/ledger.json`` and the chain's fingerprint files; returns the ledger path."""
+    """Write ``out/private/ledger.json`` (mode 0600, folder 0700) and the chain's cell files; returns the ledger path.
+
+    The ledger is signed with the curator's key (:func:`ledger_key`, created on first use), which must not lie
+    inside ``out``.
+    """
     folder = Path(out) / PRIVATE_DIR
+    key_path = ledger_key_path()
+    top = Path(os.path.abspath(out))
+    if top == Path(os.path.abspath(key_path)).parent or top in Path(os.path.abspath(key_path)).parents:
+        raise InvalidParameterError(
+            f"--out: the ledger key {key_path} would be inside the published folder; keep {HOME_ENV} elsewhere"
+        )
+    key = ledger_key(create=True)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "README.txt").write_text(NOTICE + "\n", encoding="utf-8")
+    os.chmod(folder, 0o700)
+    _write_private(folder / "README.txt", (NOTICE + "\n").encode("utf-8"))
     for entry in ledger.chain:
-        (folder / _fp_name(entry.id)).write_bytes(_npy_bytes(entry.fingerprints))
+        _write_private(folder / _cells_name(entry.id), _npy_bytes(entry.cells))
     body: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -162,10 +267,11 @@ def write_ledger(out: Path, ledger: Ledger) -> Path:
         "releases": [e.to_json() for e in ledger.chain],
         "composed": {"epsilon": ledger.epsilon, "delta": ledger.delta, "propositions": list(ledger.propositions)},
         "public_sha256": ledger.public_sha256,
+        "key_id": _key_id(key),
     }
-    body["checksum"] = _checksum(body)
+    body["mac"] = _mac(body, key)
     path = folder / LEDGER_FILE
-    path.write_text(json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    _write_private(path, (json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
     return path
 
 
@@ -212,41 +318,58 @@ def _entry(raw: Any, folder: Path, i: int) -> ChainEntry:
     rows = e["rows"]
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise _Bad(f"release {i + 1}: rows must be a positive integer")
-    if isinstance(e["fingerprints"], dict) and e["fingerprints"].get("scheme", None) != FINGERPRINT_SCHEME:
-        raise _Bad(f"release {i + 1}: fingerprints of scheme {e['fingerprints'].get('scheme')!r}, not "
-                   f"{FINGERPRINT_SCHEME!r} (written by another distpriv version: rows cannot be compared)")
-    fp = _keys(e["fingerprints"], _FP_KEYS, f"release {i + 1}: fingerprints")
+    rnd = _keys(e["randomness"], _RANDOM_KEYS, f"release {i + 1}: randomness")
+    seed = rnd["seed"]
+    if rnd["source"] == "os" and seed is None:
+        pass
+    elif rnd["source"] == "seeded" and isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        pass
+    else:
+        raise _Bad(f"release {i + 1}: randomness must be {{'source': 'os', 'seed': null}} or a seeded source with "
+                   "its seed")
+    if isinstance(e["cells"], dict) and e["cells"].get("scheme", None) != CELL_SCHEME:
+        raise _Bad(f"release {i + 1}: cells of scheme {e['cells'].get('scheme')!r}, not "
+                   f"{CELL_SCHEME!r} (written by another distpriv version: rows cannot be compared)")
+    fp = _keys(e["cells"], _CELL_KEYS, f"release {i + 1}: cells")
     key = fp["key"]
     if not isinstance(key, str) or len(key) != KEY_LENGTH or not key.isascii():
         raise _Bad(f"release {i + 1}: malformed fingerprint key")
-    if fp["file"] != _fp_name(rid):
-        raise _Bad(f"release {i + 1}: unexpected fingerprint file name {fp['file']!r}")
+    if fp["file"] != _cells_name(rid):
+        raise _Bad(f"release {i + 1}: unexpected cell file name {fp['file']!r}")
     if not isinstance(fp["sha256"], str) or not _HEX64_RE.match(fp["sha256"]):
-        raise _Bad(f"release {i + 1}: malformed fingerprint hash")
-    count = fp["count"]
+        raise _Bad(f"release {i + 1}: malformed cell file hash")
+    count = fp["rows"]
     if isinstance(count, bool) or not isinstance(count, int) or count != rows:
-        raise _Bad(f"release {i + 1}: fingerprint count does not match its rows")
+        raise _Bad(f"release {i + 1}: cell rows do not match its rows")
+    columns = fp["columns"]
+    if (not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns)
+            or len(set(columns)) != len(columns)):
+        raise _Bad(f"release {i + 1}: malformed column names")
     path = folder / fp["file"]
     try:
         data = path.read_bytes()
     except OSError:
-        raise _Bad(f"fingerprint file {fp['file']} is missing") from None
+        raise _Bad(f"cell file {fp['file']} is missing") from None
     if hashlib.sha256(data).hexdigest() != fp["sha256"]:
-        raise _Bad(f"fingerprint file {fp['file']} was modified (SHA-256 mismatch)")
+        raise _Bad(f"cell file {fp['file']} was modified (SHA-256 mismatch)")
     import io
 
     try:
         arr = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError):
-        raise _Bad(f"fingerprint file {fp['file']} is not a NumPy array") from None
-    if arr.dtype != np.dtype("<u8") or arr.ndim != 1 or arr.size != rows or np.any(arr[1:] < arr[:-1]):
-        raise _Bad(f"fingerprint file {fp['file']} is not a sorted uint64 vector of {rows} entries")
-    return ChainEntry(rid, eps, delta, e["mechanism"], e["deterministic"], rows, key, arr)
+        raise _Bad(f"cell file {fp['file']} is not a NumPy array") from None
+    if arr.dtype != np.dtype("<u8") or arr.shape != (rows, len(columns)):
+        raise _Bad(f"cell file {fp['file']} is not a uint64 array of {rows} rows and {len(columns)} columns")
+    return ChainEntry(rid, eps, delta, e["mechanism"], e["deterministic"], rows, key, arr, tuple(columns),
+                      rnd["source"], seed)
 
 
 def _parse(folder: Path, doc: Any) -> Ledger:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _Bad("it is not a distpriv ledger")
+    if doc.get("version") == 1:
+        raise _Bad("it is a version-1 ledger (unkeyed checksum, whole-row fingerprints), which can be neither trusted "
+                   "nor compared by content; release again with this version to start a new chain")
     if doc.get("version") != VERSION:
         raise _Bad(f"unsupported ledger version {doc.get('version')!r} (expected {VERSION})")
     d = _keys(doc, _TOP_KEYS, "the ledger")
@@ -287,8 +410,12 @@ def _parse(folder: Path, doc: Any) -> Ledger:
     pub = d["public_sha256"]
     if pub is not None and (not isinstance(pub, str) or not _HEX64_RE.match(pub)):
         raise _Bad("malformed 'public_sha256'")
-    if not isinstance(d["checksum"], str) or d["checksum"] != _checksum(d):
-        raise _Bad("its checksum does not match its content (the ledger was edited)")
+    key = ledger_key(create=False)
+    if d["key_id"] != _key_id(key):
+        raise _Bad(f"it was signed with another ledger key than {ledger_key_path()} (set {HOME_ENV} to the folder "
+                   "of the key it was written with)")
+    if not isinstance(d["mac"], str) or not hmac.compare_digest(d["mac"], _mac(d, key)):
+        raise _Bad("its MAC does not match its content (the ledger was edited)")
     return Ledger(folder, d["release"], d["framework"], d["protect"], tuple(pairs), chain, eps, delta,
                   tuple(props), pub)
 

@@ -4,8 +4,11 @@ A release is written into a fresh temporary folder next to ``--out`` and renamed
 place only when every file is complete, so an interrupted or failed run leaves ``--out``
 as it was and never a half-written report:
 
-* ``--out`` is checked **before any computation** (:func:`check_out`): it must not be a
-  symbolic link, must be a folder if it exists, must be empty unless ``--force`` is given
+* ``--out`` is checked **before any computation** (:func:`check_out`): it must name a folder
+  other than the current one or one containing it (``--out ""`` and ``--out .`` are refused: a
+  release would replace the working folder), must not be a symbolic link nor lie under one (every
+  parent component is checked without following it: a link could redirect the private ledger
+  elsewhere), must be a folder if it exists, must be empty unless ``--force`` is given
   (and then must contain no symbolic link, so nothing is written or deleted through one),
   and its nearest existing ancestor must be a folder in which a folder can be created —
   which is probed for real by creating the temporary sibling (:meth:`OutputFolder.open`),
@@ -61,9 +64,30 @@ def check_out(out: Path | None, *, force: bool = False, option: str = "--out") -
     """Refuse an unusable ``--out`` before any computation (one :class:`InvalidParameterError`)."""
     if out is None:
         return
+    text = str(out)
     out = Path(out)
-    if str(out).strip() == "":
-        raise InvalidParameterError(f"{option}: give a folder name")
+    if text.strip() == "" or text.strip() in (".", "./"):
+        raise InvalidParameterError(f"{option}: give the name of a new folder, not the current folder ({text!r})")
+    here = Path(os.getcwd())  # the physical path: no links in it
+    joined = here / out  # '..' kept: each prefix is what the system walks through
+    for i in range(1, len(joined.parts)):
+        prefix = Path(*joined.parts[:i])
+        if prefix.is_symlink():
+            raise InvalidParameterError(
+                f"{option}: {prefix} is a symbolic link; give a path without links (links are never followed)"
+            )
+    full = Path(os.path.abspath(joined))  # lexical, exact once no component is a link
+    if full == here or full in here.parents:
+        raise InvalidParameterError(
+            f"{option}: {out} is the current folder or contains it; give the name of a new folder"
+        )
+    from .ledger import ledger_key_path
+
+    key = Path(os.path.abspath(ledger_key_path()))
+    if full == key.parent or full in key.parents:
+        raise InvalidParameterError(
+            f"{option}: {out} would contain the ledger key {key}; keep DISTPRIV_HOME outside every output folder"
+        )
     if out.is_symlink():
         raise InvalidParameterError(f"{option}: {out} is a symbolic link; give a real folder (links are never followed)")
     if os.path.lexists(out):

@@ -54,7 +54,7 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
-    "missing", "sep", "encoding",
+    "missing", "sep", "encoding", "id",
     "na_values", "decimal", "thousands", "population_sep", "population_encoding",
 )
 
@@ -133,6 +133,8 @@ class ReleaseSpec:
         noise for tests and reproduction only — a seeded release is not private.
     previous: ``--out`` folders of earlier releases (their private ledgers) to compose with.
     independent: the user asserts the data of this release and of ``previous`` are independently sampled.
+    id: a column identifying records (``--id``); rows are then compared with earlier releases on it alone. Needed
+        with ``independent`` when the shared columns do not identify records (:mod:`distpriv.release.fingerprints`).
     population_frame: a population frame (pandas, Polars, DuckDB, Dask, PySpark) instead of ``population``.
     missing: ``"error"`` (default: refuse missing values in a used column, naming it and the count) or
         ``"drop"`` (drop those rows; n is then the number of rows kept).
@@ -166,6 +168,7 @@ class ReleaseSpec:
     missing: str = "error"
     sep: str | None = None
     encoding: str | None = None
+    id: str | None = None
     na_values: tuple[str, ...] | None = None
     decimal: str | None = None
     thousands: str | None = None
@@ -213,6 +216,8 @@ class ReleaseSpec:
             raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
             raise InvalidParameterError(f"--encoding: expected an encoding name such as latin-1, got {self.encoding!r}")
+        if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
+            raise InvalidParameterError(f"--id: expected a column name, got {self.id!r}")
         if self.population_sep is not None and (not isinstance(self.population_sep, str)
                                                 or len(self.population_sep) != 1):
             raise InvalidParameterError(f"--population-sep: expected a single character such as ';', got "
@@ -271,6 +276,7 @@ class ReleaseSpec:
             "missing": self.missing,
             "sep": self.sep,
             "encoding": self.encoding,
+            "id": self.id,
             "na_values": None if self.na_values is None else list(self.na_values),
             "decimal": self.decimal,
             "thousands": self.thousands,
@@ -330,7 +336,7 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
             raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
     if "na_values" in out and isinstance(out["na_values"], list):
         out["na_values"] = tuple(str(v) for v in out["na_values"])
-    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding", "decimal", "thousands",
+    for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding", "id", "decimal", "thousands",
                 "population_sep", "population_encoding"):
         if key in out and not isinstance(out[key], str):
             raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
@@ -364,6 +370,7 @@ def build_spec(
     missing: str | None = None,
     sep: str | None = None,
     encoding: str | None = None,
+    id: str | None = None,  # noqa: A002 - the --id option
     na_values: str | Sequence[str] | None = None,
     decimal: str | None = None,
     thousands: str | None = None,
@@ -392,6 +399,7 @@ def build_spec(
         "missing": missing,
         "sep": sep,
         "encoding": encoding,
+        "id": id,
         "na_values": na_values,
         "decimal": decimal,
         "thousands": thousands,
