@@ -191,3 +191,20 @@ def test_release_and_empirical_model() -> None:
     np.testing.assert_allclose(np.cov(draws.T), mech.noise_covariance, atol=tol)
     x = mech.release([1.0, 2.0], rng=np.random.default_rng(1))
     assert x.shape == (2,)
+
+
+def test_release_selection_tries_optm_only_on_request() -> None:
+    from distpriv.release.selection import select_mechanism
+
+    r = np.random.default_rng(0)
+    cov = np.array([[4.0, 1.0], [1.0, 2.0]])
+    model = dp.EmpiricalModel({0.45: r.multivariate_normal([0, 0], cov, 800),
+                               0.55: r.multivariate_normal([3.0, 1.5], cov, 800)})
+    auto = select_mechanism(model, [(0.45, 0.55)], epsilon=1.0, delta=1e-3, sensitivities=[0.1, 0.1], n=100)
+    assert "optm" not in {c.name for c in auto.candidates}
+    asked = select_mechanism(model, [(0.45, 0.55)], epsilon=1.0, delta=1e-3, mechanism="optm")
+    assert asked.chosen.name == "optm" and asked.chosen.kept
+    assert asked.chosen.guarantee.delta <= 1e-3 * (1 + 1e-9)
+    gaussian_kept = [c for c in auto.candidates if c.kept and c.name in PAPER_CANDIDATES]
+    assert asked.chosen.base.expected_squared_error <= min(
+        c.base.expected_squared_error for c in gaussian_kept) * (1 + 1e-9)
