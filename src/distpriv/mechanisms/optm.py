@@ -47,7 +47,7 @@ from ..calibration import gaussian_max_distance
 from ..errors import DistPrivError, InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, pair_stats
-from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian
+from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
 
 __all__ = ["PAPER_CANDIDATES", "optm", "solve_sdp", "weight_matrix"]
@@ -208,7 +208,31 @@ def optm(inp: Inputs, *, weights: ArrayLike | None = None) -> Mechanism:
                              "exact profile")
     details: dict[str, Any] = {"d_max": d_star, "delta_e2": st.l2, "weights": weight, "solver": stats,
                                "padding_factor": pad, "objective": "tr(W Σ_Z)"}
-    sdp = _candidate(inp, noise, "semidefinite program (cvxpy + Clarabel)", base, details)
+    sdp_source = "semidefinite program (cvxpy + Clarabel)"
+    sdp: Mechanism | None = None
+    if covariance_gap(g, inp.pairs) > 1e-12:
+        # unequal covariances: scaling the SDP's (often low-rank) shape can need far more noise than adding a
+        # little everywhere. The least isotropic addition is found first; the scaled shape is then accounted
+        # only if the scaling that costs as much still meets δ (else it cannot be the cheaper of the two).
+        iso = _isotropic_variant(g, inp, noise)
+        if iso is not None:
+            try:
+                sdp = _candidate(inp, iso, sdp_source + " plus the least isotropic Gaussian noise meeting the exact "
+                                 "profile", base, details)
+            except DistPrivError:
+                sdp = None
+        if sdp is None or _scaling_may_win(g, inp, noise, weight, float(np.trace(weight @ sdp.noise_covariance))):
+            try:
+                scaled = _candidate(inp, noise, sdp_source, base, details)
+            except DistPrivError:
+                scaled = None
+            if scaled is not None and (sdp is None or np.trace(weight @ scaled.noise_covariance)
+                                       < np.trace(weight @ sdp.noise_covariance)):
+                sdp = scaled
+        if sdp is None:
+            raise InvalidParameterError("model: no top-up of the OptM noise meets the exact profile")
+    else:
+        sdp = _candidate(inp, noise, sdp_source, base, details)
     best = sdp
     objective = {"optm": float(np.trace(weight @ sdp.noise_covariance))}
     for name in PAPER_CANDIDATES:
@@ -225,6 +249,48 @@ def optm(inp: Inputs, *, weights: ArrayLike | None = None) -> Mechanism:
     best.details["candidates_objective"] = objective
     best.details["chosen"] = _source_name(best)
     return best
+
+
+def _isotropic_variant(g: GaussianModel, inp: Inputs, noise: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """Σ_Z + t I with the least t (geometric bisection to 1%) whose proven δ(ε) meets δ (decision mode)."""
+    from ..accounting.release import NoiseLaw, proven_delta
+
+    m = noise.shape[0]
+    eye = np.eye(m)
+
+    def ok(t: float) -> bool:
+        prof = proven_delta(g, inp.pairs, NoiseLaw.gaussian(noise + t * eye), inp.epsilon, rtol=1e-2, target=inp.delta)
+        return prof.delta_upper <= inp.delta
+
+    if ok(0.0):
+        return noise
+    hi = max(float(np.trace(noise)) / m, 1e-3 * max(float(np.trace(g.covariance(x))) / m
+                                                    for p in inp.pairs for x in p), 1e-300)
+    lo = 0.0
+    for _ in range(80):
+        if ok(hi):
+            break
+        lo, hi = hi, hi * 4.0
+    else:
+        return None
+    lo = lo if lo > 0 else hi / 1024.0
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return noise + hi * eye
+
+
+def _scaling_may_win(g: GaussianModel, inp: Inputs, noise: NDArray[np.float64], weight: NDArray[np.float64],
+                     budget: float) -> bool:
+    """Does k²Σ_Z with tr(W k²Σ_Z) = ``budget`` meet δ (so that the least scaling may cost less than ``budget``)?"""
+    from ..accounting.release import NoiseLaw, proven_delta
+
+    own = float(np.trace(weight @ noise))
+    if own <= 0:
+        return False
+    k2 = budget / own
+    prof = proven_delta(g, inp.pairs, NoiseLaw.gaussian(k2 * noise), inp.epsilon, rtol=1e-2, target=inp.delta)
+    return prof.delta_upper <= inp.delta
 
 
 def _source_name(mech: Mechanism) -> str:
