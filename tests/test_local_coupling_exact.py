@@ -127,6 +127,12 @@ def test_large_domain_gives_a_certified_bracket() -> None:
     g = c.guarantee(eps, "kl")
     assert g.epsilon <= local.coupling_theorem3(eps, "kl")
     assert "bracket" in g.notes[0]
+    # the chord bound of the likelihood-ratio range is at most ln M = the exact worst-case D∞ (KL <= D∞)
+    assert g.epsilon <= c.worst_case(eps, "max").upper * (1 + 1e-9)
+    for name in ("reverse-kl", "tv", "chi2", "hellinger"):
+        h = c.worst_case(eps, name)
+        assert h.lower <= h.upper <= local.coupling_theorem3(eps, name)
+        assert c.exact_guarantee(true, name).epsilon <= h.upper
 
 
 @pytest.mark.slow

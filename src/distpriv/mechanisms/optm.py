@@ -203,9 +203,8 @@ def optm(inp: Inputs, *, weights: ArrayLike | None = None) -> Mechanism:
     st = pair_stats(g, inp.pairs)
     base = Guarantee(inp.epsilon, inp.delta, "optm", calibration=inp.calibration, pairs=inp.pairs,
                      assumptions=(GAUSSIAN, MODEL_IS_TRUTH),
-                     theorem="OptM: least-trace Gaussian noise (SDP via the Schur complement of the Mahalanobis "
-                             "condition, Chen & Ohrimenko Cor. B.1 with Balle & Wang 2018 Thm 8), certified by the "
-                             "exact profile")
+                     theorem="the Mahalanobis condition (Chen & Ohrimenko Cor. B.1 with Balle & Wang 2018 Thm 8) "
+                             "behind OptM's least-trace semidefinite program; claim certified by the exact profile")
     details: dict[str, Any] = {"d_max": d_star, "delta_e2": st.l2, "weights": weight, "solver": stats,
                                "padding_factor": pad, "objective": "tr(W Σ_Z)"}
     sdp_source = "semidefinite program (cvxpy + Clarabel)"
