@@ -111,7 +111,8 @@ class IidSum:
         self.probs = self.probs / self.probs.sum()
         self.n = n
         m = self.values.size
-        self.exact = math.comb(n + m - 1, m - 1) <= EXACT_LIMIT
+        multisets = math.comb(n + m - 1, m - 1)
+        self.exact = multisets <= EXACT_LIMIT and multisets * m <= 50 * EXACT_LIMIT  # (count matrix <= 20 MB)
         logp = np.log(self.probs)
         self.blocks: list[_Block] = []
         if self.exact:
@@ -189,6 +190,10 @@ class IidSum:
         return n * (float(pos[in_rare].sum()) * p_if_rare + float(pos[~in_rare].sum()) * p_if_bulk)
 
     # ---------------------------------------------------------------- log
+    def elog_work(self, count: int) -> int:
+        """Number of logarithms :meth:`elog` evaluates for ``count`` values of c (its cost)."""
+        return count * sum(b.shifts.size * max(b.pmf.size, 1) for b in self.blocks)
+
     def elog(self, c: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Certified (lower, upper) of E ln(c_j + S) for each c_j > 0 (values must be >= 0)."""
         c = np.asarray(c, dtype=float)

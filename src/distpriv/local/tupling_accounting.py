@@ -69,6 +69,8 @@ __all__ = ["EpsilonResult", "Theorem3Bound", "TuplingAccountant"]
 _EPS_MACHINE = float(np.finfo(float).eps)
 #: Finest bulk grid of the KL bounds with non-uniform dummies.
 KL_MAX_BINS = 1 << 14
+#: Largest number of logarithms one refinement of the non-uniform KL bounds may evaluate.
+KL_MAX_WORK = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,7 @@ class TuplingAccountant:
 
     def __init__(self, mechanism: Tupling) -> None:
         self.mechanism = mechanism
+        self._elog_work = 0
 
     # ------------------------------------------------------ exact accounting
     def _weights(self, lam0: ArrayLike, lam1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -369,7 +372,13 @@ class TuplingAccountant:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Bounds of ``E ln(c_j + W)`` with ``W = Σ_{i=1}^k w(y_i)``, ``y_i ~ ν`` (for each j)."""
         if not self.mechanism.uniform:
-            return IidSum(w, self.mechanism.dummy, self.mechanism.k, bins=bins).elog(c)
+            summed = IidSum(w, self.mechanism.dummy, self.mechanism.k, bins=bins)
+            work = summed.elog_work(c.size)
+            if summed.exact or work <= KL_MAX_WORK:
+                self._elog_work = work
+                return summed.elog(c)
+            # too many rare-count vectors × grid points: one grid of the whole range (certified, coarser)
+            self._elog_work = KL_MAX_WORK
         pmf, wmin, h = _split_grid(w, self.mechanism.dummy, bins)
         spmf, noise = _sum_pmf(pmf, self.mechanism.k)
         keep = spmf > noise
@@ -405,8 +414,10 @@ class TuplingAccountant:
                 upper = float(np.dot(wts, uu - lv))
             if math.isnan(upper) or math.isinf(upper):
                 upper = math.inf
-            # non-uniform ν: refine the bulk grid until the bracket is within 1e-4 relative (or 2^14 bins)
-            if self.mechanism.uniform or upper - lower <= 1e-4 * max(upper, 1e-12) or b >= KL_MAX_BINS:
+            # non-uniform ν: refine the bulk grid until the bracket is within 1e-4 relative, or 2^14 bins, or
+            # the next grid would cost more than KL_MAX_WORK logarithms (the bracket stays certified)
+            if (self.mechanism.uniform or upper - lower <= 1e-4 * max(upper, 1e-12) or b >= KL_MAX_BINS
+                    or 4 * self._elog_work > KL_MAX_WORK):
                 break
             b *= 4
         return max(0.0, lower), max(0.0, upper)
