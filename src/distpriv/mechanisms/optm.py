@@ -215,39 +215,41 @@ def optm(inp: Inputs, *, weights: ArrayLike | None = None) -> Mechanism:
         # only if the scaling that costs as much still meets δ (else it cannot be the cheaper of the two).
         iso = _isotropic_variant(g, inp, noise)
         if iso is not None:
-            try:
-                sdp = _candidate(inp, iso, sdp_source + " plus the least isotropic Gaussian noise meeting the exact "
+            sdp = _try_candidate(inp, iso, sdp_source + " plus the least isotropic Gaussian noise meeting the exact "
                                  "profile", base, details)
-            except DistPrivError:
-                sdp = None
         if sdp is None or _scaling_may_win(g, inp, noise, weight, float(np.trace(weight @ sdp.noise_covariance))):
-            try:
-                scaled = _candidate(inp, noise, sdp_source, base, details)
-            except DistPrivError:
-                scaled = None
+            scaled = _try_candidate(inp, noise, sdp_source, base, details)
             if scaled is not None and (sdp is None or np.trace(weight @ scaled.noise_covariance)
                                        < np.trace(weight @ sdp.noise_covariance)):
                 sdp = scaled
-        if sdp is None:
-            raise InvalidParameterError("model: no top-up of the OptM noise meets the exact profile")
     else:
-        sdp = _candidate(inp, noise, sdp_source, base, details)
-    best = sdp
-    objective = {"optm": float(np.trace(weight @ sdp.noise_covariance))}
+        sdp = _try_candidate(inp, noise, sdp_source, base, details)
+    candidates: dict[str, Mechanism] = {} if sdp is None else {"optm": sdp}
     for name in PAPER_CANDIDATES:
         cand = _paper_noise(name, inp)
         if cand is None:
             continue
-        try:
-            mech = _candidate(inp, cand, f"the noise of {name} (papers' shape, exact accounting)", base, details)
-        except DistPrivError:
-            continue
-        objective[name] = float(np.trace(weight @ mech.noise_covariance))
-        if objective[name] < objective[_source_name(best)] * (1.0 - 1e-12):
-            best = mech
+        mech = _try_candidate(inp, cand, f"the noise of {name} (papers' shape, exact accounting)", base, details)
+        if mech is not None:
+            candidates[name] = mech
+    if not candidates:
+        raise InvalidParameterError("model: no Gaussian noise shape of OptM meets the exact profile after top-up")
+    objective = {name: float(np.trace(weight @ mech.noise_covariance)) for name, mech in candidates.items()}
+    # the SDP's noise unless a paper noise is strictly cheaper (ties: the SDP)
+    chosen = min(objective, key=lambda k: (objective[k] * (1.0 + (1e-12 if k != "optm" else 0.0)), k != "optm"))
+    best = candidates[chosen]
     best.details["candidates_objective"] = objective
-    best.details["chosen"] = _source_name(best)
+    best.details["chosen"] = chosen
     return best
+
+
+def _try_candidate(inp: Inputs, cov: NDArray[np.float64], source: str, guarantee: Guarantee,
+                   details: dict[str, Any]) -> Mechanism | None:
+    """:func:`_candidate`, or ``None`` when no top-up of that noise meets the exact profile."""
+    try:
+        return _candidate(inp, cov, source, guarantee, details)
+    except DistPrivError:
+        return None
 
 
 def _isotropic_variant(g: GaussianModel, inp: Inputs, noise: NDArray[np.float64]) -> NDArray[np.float64] | None:
@@ -290,14 +292,6 @@ def _scaling_may_win(g: GaussianModel, inp: Inputs, noise: NDArray[np.float64], 
     k2 = budget / own
     prof = proven_delta(g, inp.pairs, NoiseLaw.gaussian(k2 * noise), inp.epsilon, rtol=1e-2, target=inp.delta)
     return prof.delta_upper <= inp.delta
-
-
-def _source_name(mech: Mechanism) -> str:
-    src = str(mech.details.get("source", ""))
-    for name in PAPER_CANDIDATES:
-        if f"noise of {name} " in src:
-            return name
-    return "optm"
 
 
 def _paper_noise(name: str, inp: Inputs) -> NDArray[np.float64] | None:
