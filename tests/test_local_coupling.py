@@ -78,18 +78,18 @@ def test_exact_knowledge_gives_zero_distp_and_theorem3_holds() -> None:
         for name in ("max", "kl", "reverse-kl", "tv", "hellinger", "chi2"):
             assert c.distp(lam, name) <= local.coupling_theorem3(acc, name) + 1e-9
             assert c.distp(lam, name) <= c.guarantee(acc, name).epsilon + 1e-9
-        assert c.guarantee(acc, "kl").epsilon == pytest.approx(2 * acc * math.exp(acc))
+        assert c.guarantee(acc, "kl", method="theorem").epsilon == pytest.approx(2 * acc * math.exp(acc))
 
 
 def test_guarantee_forms() -> None:
     """Theorem 3: D∞ is an (ε, 0) claim; KL and the other f-divergences are divergence claims."""
     c = local.CouplingMechanism.optimal(inputs={"a": LAM, "b": MU}, target=MU, cost=COST)
     e = 0.5
-    g = c.guarantee(e, "max")
+    g = c.guarantee(e, "max", method="theorem")
     assert g.divergence is None and g.epsilon == pytest.approx(1.0) and g.delta == 0.0
     assert str(g) == "(1, 0)-local-distribution-privacy [Coupling(w1), theorem]"
     assert g.calibration == "theorem" and g.pairs == (("a", "b"),) and "Theorem 3(1)" in g.theorem
-    kl = c.guarantee(e, "kl")
+    kl = c.guarantee(e, "kl", method="theorem")
     assert kl.divergence == "kl" and kl.delta == 0.0 and "Theorem 3(2)" in kl.theorem
     assert str(kl) == "KL ≤ 1.649 local-distribution-privacy [Coupling(w1), theorem]"
     assert kl.to_dict()["divergence"] == "kl"
@@ -102,7 +102,7 @@ def test_guarantee_forms() -> None:
         "reverse-kl": r * 1.0,  # f(t) = −ln t is largest at e^{−2ε}: 2ε e^ε, as for KL
     }
     for name, val in expected.items():
-        h = c.guarantee(e, name)
+        h = c.guarantee(e, name, method="theorem")
         assert h.divergence == name and h.epsilon == pytest.approx(val, rel=1e-12) and "Theorem 3(3)" in h.theorem
     assert c.guarantee(math.inf, "kl").epsilon == math.inf
     with pytest.raises(InvalidParameterError, match="accuracy_epsilon"):

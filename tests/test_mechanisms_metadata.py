@@ -47,7 +47,8 @@ def test_release_selection_reads_the_metadata():
 
 
 def test_names_where():
-    assert names_where(noise="gaussian") == ("expm-gauss", "dirm-gauss", "eigm", "daum", "groupdp-gauss", "dp-gauss")
+    assert names_where(noise="gaussian") == ("expm-gauss", "dirm-gauss", "eigm", "daum", "optm", "groupdp-gauss",
+                                             "dp-gauss")
     # Approximate Wasserstein adds Laplace noise but its (W, δ)-closeness needs δ.
     assert names_where(noise="laplace", needs_delta=True) == ("approx-wasserstein",)
     assert names_where(needs_pairs=False) == ("groupdp-laplace", "groupdp-gauss", "dp-laplace", "dp-gauss")

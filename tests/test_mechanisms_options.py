@@ -30,6 +30,7 @@ OPTIONS = {
     "dirm-gauss": ("direction", "rank_tol"),
     "eigm": ("eigenvectors", "eig_tol"),
     "daum": ("direction",),
+    "optm": ("weights",),
     "groupdp-laplace": ("sensitivities", "group_size", "n"),
     "groupdp-gauss": ("sensitivities", "group_size", "n"),
     "dp-laplace": ("sensitivities", "group_size", "n"),
@@ -70,7 +71,7 @@ def test_metadata_baseline_and_exact_model_fields() -> None:
         "expm-laplace", "expm-gauss", "dirm-laplace", "dirm-gauss", "eigm", "daum")
     assert exact.LAPLACE_MODEL_NAMES == ("expm-laplace", "dirm-laplace")
     assert names_where(baseline=None) == MECHANISMS  # None: no filter
-    assert [n for n in MECHANISMS if METADATA[n].baseline is None] == list(MECHANISMS[:8])
+    assert [n for n in MECHANISMS if METADATA[n].baseline is None] == list(MECHANISMS[:9])
 
 
 @pytest.mark.parametrize("name", ["eigm", "daum"])

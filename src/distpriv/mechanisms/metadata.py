@@ -9,12 +9,12 @@ The keyword options of a mechanism come from its builder's signature
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .._validation import check_choice
 
-__all__ = ["CANDIDATES", "Baseline", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
+__all__ = ["AUTOMATIC", "CANDIDATES", "Baseline", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
 
 NoiseFamily = Literal["laplace", "gaussian", "none"]
 #: The differential-privacy baselines (Chen & Ohrimenko Sec. 6.2): record-level DP, group DP with k = n.
@@ -49,6 +49,9 @@ class MechanismInfo:
     baseline:
         ``"dp"`` (record-level DP: no guarantee for a property of the data) or ``"groupdp"`` (group DP,
         distribution privacy for k >= n) for the DP baselines; ``None`` for the distribution-privacy mechanisms.
+    automatic:
+        True iff release selection evaluates it in its automatic choice (``--mechanism auto``); OptM is
+        evaluated only on request (``--mechanism optm``: its solver costs ~1 s to import).
     """
 
     name: str
@@ -60,6 +63,7 @@ class MechanismInfo:
     exact_gaussian_fit: bool = False
     exact_gaussian_model: bool = False
     baseline: Baseline | None = None
+    automatic: bool = True
 
 
 def _m(name: str, label: str, noise: NoiseFamily, needs_delta: bool, needs_pairs: bool,
@@ -79,6 +83,8 @@ METADATA: dict[str, MechanismInfo] = {m.name: m for m in (
     _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True),
     _m("eigm", "EigM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
     _m("daum", "DauM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
+    # OptM accounts itself exactly on the Gaussian (fit) model inside its builder (mechanisms/optm.py)
+    replace(_m("optm", "OptM (G)", "gaussian", True, True, ("gaussian",)), automatic=False),
     _m("groupdp-laplace", "GDP (L)", "laplace", False, False, ("bounded",), baseline="groupdp"),
     _m("groupdp-gauss", "GDP (G)", "gaussian", True, False, ("bounded",), baseline="groupdp"),
     _m("dp-laplace", "DP (L)", "laplace", False, False, baseline="dp"),
@@ -90,6 +96,9 @@ NOISELESS = _m("none", "None (Thm 5.4)", "none", True, True, ("gaussian",), exac
 
 #: Release candidates: the noiseless release first, then every mechanism.
 CANDIDATES: dict[str, MechanismInfo] = {NOISELESS.name: NOISELESS, **METADATA}
+
+#: The candidates of release selection's automatic choice (``--mechanism auto``), in order.
+AUTOMATIC: tuple[str, ...] = tuple(name for name, m in CANDIDATES.items() if m.automatic)
 
 
 def info(name: str) -> MechanismInfo:

@@ -12,7 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
-from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
+from . import baselines, exact, expected_value, gaussian_uncertainty, optm, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
 from .metadata import METADATA
@@ -27,6 +27,7 @@ _BUILDERS: dict[str, Callable[..., Mechanism]] = {
     "dirm-gauss": expected_value.dirm_gauss,
     "eigm": gaussian_uncertainty.eigm,
     "daum": gaussian_uncertainty.daum,
+    "optm": optm.optm,
     "groupdp-laplace": baselines.groupdp_laplace,
     "groupdp-gauss": baselines.groupdp_gauss,
     "dp-laplace": baselines.dp_laplace,
@@ -63,7 +64,8 @@ def calibrate(
     name : str
         One of :data:`MECHANISMS` (``"wasserstein"``, ``"approx-wasserstein"``,
         ``"expm-laplace"``, ``"expm-gauss"``, ``"dirm-laplace"``, ``"dirm-gauss"``,
-        ``"eigm"``, ``"daum"``, ``"groupdp-laplace"``, ``"groupdp-gauss"``,
+        ``"eigm"``, ``"daum"``, ``"optm"`` (least-trace Gaussian noise, :mod:`~distpriv.mechanisms.optm`),
+        ``"groupdp-laplace"``, ``"groupdp-gauss"``,
         ``"dp-laplace"``, ``"dp-gauss"``).
     model : GaussianModel or EmpiricalModel
         f_θ as a :class:`~distpriv.GaussianModel` or :class:`~distpriv.EmpiricalModel`
@@ -79,7 +81,7 @@ def calibrate(
         ``"exact"`` (default; analytic Gaussian) or ``"classic"`` (the papers' c = sqrt(2 ln(1.25/δ))).
     **options
         Mechanism-specific keywords, see :func:`options_of` (e.g. ``direction=`` for
-        DirM/DauM, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
+        DirM/DauM, ``weights=`` for OptM's weighted trace, ``sensitivities=``, ``group_size=``, ``n=`` for the baselines).
 
     Returns
     -------

@@ -579,7 +579,7 @@ def select_mechanism(
     else:
         raise InvalidTypeError("model: testing the assumptions needs an EmpiricalModel (samples of F); "
                                "pass diagnostics= for a declared GaussianModel")
-    names = CANDIDATES if mechanism == "auto" else (mechanism,)
+    names = tuple(nm for nm in CANDIDATES if CANDIDATE_INFO[nm].automatic) if mechanism == "auto" else (mechanism,)
     cands = [
         Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at most "
                   f"{MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with --mechanism to "

@@ -1,0 +1,296 @@
+"""Exact worst-case divergences of a coupling mechanism whose matrices are known (issue 25).
+
+Theorem 3 of the divergence paper (Kawamoto & Murakami, Section VI) bounds the DistP of a coupling
+mechanism C from the accuracy alone: if D∞(λ̂_s ‖ λ_s) <= ε and D∞(λ_s ‖ λ̂_s) <= ε for every
+context s, then C is (2ε, D∞)-, (2ε e^ε, KL)- and (e^ε f(e^{2ε}), D_f)-DistP. When the matrices
+C(s, ·) are known the least level the same assumption proves is
+
+    sup { D(λ C_s ‖ λ' C_s') : λ ∈ B_s, λ' ∈ B_s' },   B_s = {λ : e^{−ε} λ̂_s <= λ <= e^ε λ̂_s, Σλ = 1},
+
+for every pair of distinct contexts, both orders — the exact value, here computed:
+
+* D∞ = max_y ln((λC_s)[y] / (λ'C_s')[y]) separates over y into a linear maximisation of (λC_s)[y] and a
+  linear minimisation of (λ'C_s')[y] over B, each solved exactly by the greedy (fractional knapsack)
+  rule: start at the lower bounds and give the remaining mass to the largest (smallest) C[x, y] first.
+* f-divergences are jointly convex in (P, Q) (divergence paper Sec. II), and P, Q are linear in (λ, λ'),
+  so the supremum over the polytope B_s × B_s' is attained at a pair of vertices. A vertex of B has
+  every free coordinate at a bound except at most one; all of them are enumerated (at most
+  12 free coordinates per context, i.e. 12 · 2^11 candidates) and the divergence maximised over the
+  vertex pairs. With more free coordinates two certified upper bounds are taken, the lesser claimed
+  (and never more than Theorem 3): the sum over y of the largest value of the jointly convex term
+  Q_y f(P_y/Q_y) over the box [P_y^min, P_y^max] × [Q_y^min, Q_y^max] (a corner), and the chord bound
+  of the likelihood-ratio range r = P/Q ∈ [m, M] (m = min_y P_y^min/Q_y^max, M = max_y P_y^max/Q_y^min,
+  E_Q r = 1, f convex: E_Q f(r) <= (f(M)(1 − m) + f(m)(M − 1))/(M − m)); greedy vertices, improved by
+  conditional-gradient ascent over vertex pairs, give a lower end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MAX_FREE", "WorstCase", "ball", "extreme_lift", "vertices", "worst_case"]
+
+#: Vertex enumeration for at most this many free coordinates per context.
+MAX_FREE = 12
+#: Relative padding of the computed suprema (floating-point rounding of the sums; the claim must hold).
+PAD = 1e-13
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The worst-case divergence over the accuracy balls: ``lower <= exact <= upper`` (equal when exact)."""
+
+    lower: float
+    upper: float
+    method: str
+    pair: tuple[object, object] | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.lower == self.upper
+
+
+def ball(lam_hat: Array, epsilon: float) -> tuple[Array, Array]:
+    """Bounds (l, u) of B = {λ : e^{−ε} λ̂ <= λ <= e^ε λ̂, Σλ = 1} (u also capped at 1)."""
+    return lam_hat * math.exp(-epsilon), np.minimum(lam_hat * math.exp(epsilon), 1.0)
+
+
+def extreme_lift(mat: Array, lo: Array, up: Array, *, maximise: bool) -> Array:
+    """max (or min) over λ ∈ B of (λ C)[y], for every y: the greedy fill from the lower bounds."""
+    rest = 1.0 - float(lo.sum())
+    room = up - lo
+    out = lo @ mat
+    order = np.argsort(-mat if maximise else mat, axis=0, kind="stable")  # (n, Y): inputs by C[x, y]
+    gives = room[order]  # room in that order, per y
+    before = np.cumsum(gives, axis=0) - gives
+    take = np.clip(rest - before, 0.0, gives)  # mass given to each input in the greedy order
+    return np.asarray(out + np.sum(take * np.take_along_axis(mat, order, axis=0), axis=0), dtype=np.float64)
+
+
+def vertices(lo: Array, up: Array) -> Array | None:
+    """All vertices of B (rows), or ``None`` when it has more than :data:`MAX_FREE` free coordinates."""
+    free = np.flatnonzero(up - lo > 1e-15)
+    f = free.size
+    if f == 0:
+        return lo[None, :].copy()
+    if f > MAX_FREE:
+        return None
+    masks = np.arange(1 << (f - 1), dtype=np.int64)
+    bits = ((masks[:, None] >> np.arange(f - 1)[None, :]) & 1).astype(float)  # (2^(f−1), f−1)
+    rows = []
+    fixed = float(lo.sum() - lo[free].sum())
+    for k, i in enumerate(free):
+        others = np.delete(free, k)
+        vals = lo[others][None, :] + bits * (up[others] - lo[others])[None, :]
+        li = 1.0 - fixed - vals.sum(axis=1)
+        ok = (li >= lo[i] - 1e-12) & (li <= up[i] + 1e-12)
+        if not np.any(ok):
+            continue
+        v = np.tile(lo, (int(ok.sum()), 1))
+        v[:, others] = vals[ok]
+        v[:, i] = np.clip(li[ok], lo[i], up[i])
+        rows.append(v)
+    allv = np.vstack(rows)
+    return np.asarray(np.unique(np.round(allv, 15), axis=0), dtype=np.float64)
+
+
+def _pairwise(name: str, p: Array, q: Array) -> Array:
+    """D(p_a ‖ q_b) for every row a of p and b of q (Table I of the divergence paper; distpriv.divergences)."""
+    if name == "reverse-kl":
+        return _pairwise("kl", q, p).T
+    pos_p, zero_q = p > 0, q <= 0
+    outside = (pos_p.astype(float) @ zero_q.T.astype(float)) > 0  # p puts mass where q has none
+    if name == "kl":
+        with np.errstate(divide="ignore"):
+            lp = np.where(pos_p, np.log(np.where(pos_p, p, 1.0)), 0.0)
+            lq = np.where(zero_q, 0.0, np.log(np.where(zero_q, 1.0, q)))
+        val = (p * lp).sum(axis=1)[:, None] - p @ lq.T
+        return np.where(outside, math.inf, np.maximum(val, 0.0))
+    if name == "chi2":
+        inv = np.where(zero_q, 0.0, 1.0 / np.where(zero_q, 1.0, q))
+        return np.where(outside, math.inf, np.maximum((p * p) @ inv.T - 1.0, 0.0))
+    if name == "hellinger":
+        return np.asarray(np.maximum(1.0 - np.sqrt(p) @ np.sqrt(q).T, 0.0), dtype=np.float64)
+    if name == "tv":
+        out = np.empty((p.shape[0], q.shape[0]))
+        step = max(1, 2_000_000 // max(q.size, 1))
+        for a in range(0, p.shape[0], step):
+            out[a:a + step] = 0.5 * np.abs(p[a:a + step, None, :] - q[None, :, :]).sum(axis=2)
+        return out
+    raise ValueError(name)  # pragma: no cover - names are validated by the caller
+
+
+def _f(name: str) -> Callable[[Array, Array], Array]:
+    """The term Q f(P/Q) of D_f, jointly convex in (P, Q) (its value at Q = 0 < P is the slope at ∞)."""
+    def kl(p: Array, q: Array) -> Array:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - np.log(np.where(q > 0, q, 1.0))), 0.0)
+        return np.asarray(np.where((q <= 0) & (p > 0), math.inf, v))
+
+    def rkl(p: Array, q: Array) -> Array:
+        return kl(q, p)
+
+    def chi2(p: Array, q: Array) -> Array:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(q > 0, (p - q) ** 2 / np.where(q > 0, q, 1.0), 0.0)
+        return np.asarray(np.where((q <= 0) & (p > 0), math.inf, v))
+
+    def hel(p: Array, q: Array) -> Array:
+        return np.asarray(0.5 * (np.sqrt(p) - np.sqrt(q)) ** 2)
+
+    def tv(p: Array, q: Array) -> Array:
+        return np.asarray(0.5 * np.abs(p - q))
+
+    return {"kl": kl, "reverse-kl": rkl, "chi2": chi2, "hellinger": hel, "tv": tv}[name]
+
+
+def _box_bound(name: str, pmin: Array, pmax: Array, qmin: Array, qmax: Array) -> float:
+    """Σ_y max over the 4 corners of the jointly convex term Q_y f(P_y/Q_y): an upper bound on the sup."""
+    term = _f(name)
+    corners = [term(a, b) for a in (pmin, pmax) for b in (qmin, qmax)]
+    return float(np.sum(np.max(np.stack(corners), axis=0)))
+
+
+def _ratio_bound(name: str, pmin: Array, pmax: Array, qmin: Array, qmax: Array) -> float:
+    """Upper bound from the range of the likelihood ratio: with r = P/Q in [m, M] on the support of Q and
+    E_Q r = 1, a convex f with f(1) = 0 has E_Q f(r) <= (f(M)(1 − m) + f(m)(M − 1))/(M − m) (the chord)."""
+    live = pmax > 0
+    if np.any(live & (qmin <= 0)):
+        return math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        big = float(np.max(np.where(live, pmax / np.where(qmin > 0, qmin, 1.0), 0.0)))
+        small = float(np.min(np.where(qmax > 0, pmin / np.where(qmax > 0, qmax, 1.0), math.inf)))
+    big, small = max(big, 1.0), min(small, 1.0)
+    if big - small <= 1e-15:
+        return 0.0
+    fs: dict[str, Callable[[float], float]] = {
+        "kl": lambda t: t * math.log(t) if t > 0 else 0.0,
+        "reverse-kl": lambda t: -math.log(t) if t > 0 else math.inf,
+        "tv": lambda t: 0.5 * abs(t - 1.0),
+        "chi2": lambda t: (t - 1.0) ** 2,
+        "hellinger": lambda t: 0.5 * (math.sqrt(t) - 1.0) ** 2,
+    }
+    f = fs[name]
+    fm = f(small)
+    if math.isinf(fm):
+        return math.inf
+    return (f(big) * (1.0 - small) + fm * (big - 1.0)) / (big - small)
+
+
+def worst_case(mats: dict[object, Array], inputs: dict[object, Array], epsilon: float, name: str) -> WorstCase:
+    """sup over the accuracy balls of D(λC_s ‖ λ'C_s') over every ordered pair of distinct contexts (module docstring).
+
+    ``name``: ``"max"`` (D∞) or an f-divergence of :data:`distpriv.divergences.F_DIVERGENCES`.
+    """
+    keys = list(mats)
+    balls = {s: ball(inputs[s], epsilon) for s in keys}
+    hi_lift = {s: extreme_lift(mats[s], *balls[s], maximise=True) for s in keys}
+    lo_lift = {s: extreme_lift(mats[s], *balls[s], maximise=False) for s in keys}
+    best_lo, best_hi, where = 0.0, 0.0, None
+    if name == "max":
+        for s in keys:
+            for t in keys:
+                if s == t:
+                    continue
+                with np.errstate(divide="ignore"):
+                    ratio = np.where(hi_lift[s] > 0, np.log(np.where(hi_lift[s] > 0, hi_lift[s], 1.0))
+                                     - np.log(np.where(lo_lift[t] > 0, lo_lift[t], 1.0)), -math.inf)
+                ratio = np.where((hi_lift[s] > 0) & (lo_lift[t] <= 0), math.inf, ratio)
+                v = max(float(ratio.max(initial=0.0)), 0.0) * (1.0 + PAD)
+                if v > best_hi:
+                    best_lo = best_hi = v
+                    where = (s, t)
+        return WorstCase(best_lo, best_hi, "exact (greedy linear programmes over the accuracy balls)", where)
+    verts = {s: vertices(*balls[s]) for s in keys}
+    exact = all(v is not None for v in verts.values())
+    for s in keys:
+        for t in keys:
+            if s == t:
+                continue
+            vs, vt = verts[s], verts[t]
+            if vs is not None and vt is not None:
+                val = float(_pairwise(name, vs @ mats[s], vt @ mats[t]).max()) * (1.0 + PAD) + 1e-300
+                lo_v = hi_v = val
+            else:
+                greedy_s = _greedy_vertices(mats[s], *balls[s])
+                greedy_t = _greedy_vertices(mats[t], *balls[t])
+                table = _pairwise(name, greedy_s @ mats[s], greedy_t @ mats[t])
+                i, j = np.unravel_index(int(np.argmax(table)), table.shape)
+                lo_v = max(float(table[i, j]), _ascent(name, mats[s], mats[t], balls[s], balls[t],
+                                                        (greedy_s[i], greedy_t[j])))
+                hi_v = min(_box_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
+                           _ratio_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t])) * (1.0 + PAD)
+            if hi_v > best_hi:
+                best_hi, where = hi_v, (s, t)
+            best_lo = max(best_lo, lo_v)
+    method = ("exact (maximum over the vertex pairs of the accuracy balls; joint convexity)" if exact else
+              f"bracket: greedy vertices and conditional-gradient ascent below, the lesser of the per-output corner bound and the likelihood-ratio "
+              f"chord bound above (more than {MAX_FREE} free inputs)")
+    return WorstCase(best_lo, max(best_hi, best_lo), method, where)
+
+
+def _fprime(name: str, r: Array) -> tuple[Array, Array]:
+    """(f'(r), f(r) − r f'(r)): the partial derivatives of Q f(P/Q) in P and in Q at r = P/Q."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if name == "kl":
+            return np.log(r) + 1.0, -r
+        if name == "reverse-kl":
+            return -1.0 / r, -np.log(r) + 1.0
+        if name == "tv":
+            return 0.5 * np.sign(r - 1.0), 0.5 * np.abs(r - 1.0) - 0.5 * r * np.sign(r - 1.0)
+        if name == "chi2":
+            return 2.0 * (r - 1.0), (r - 1.0) ** 2 - 2.0 * r * (r - 1.0)
+        return 0.5 * (1.0 - 1.0 / np.sqrt(r)), 0.5 * (np.sqrt(r) - 1.0) ** 2 - 0.5 * r * (1.0 - 1.0 / np.sqrt(r))
+
+
+def _greedy_max(c: Array, lo: Array, up: Array) -> Array:
+    """argmax of c·λ over B (the greedy fill)."""
+    order = np.argsort(-c, kind="stable")
+    room = (up - lo)[order]
+    take = np.clip(1.0 - float(lo.sum()) - (np.cumsum(room) - room), 0.0, room)
+    v = lo.copy()
+    v[order] += take
+    return v
+
+
+def _ascent(name: str, ms: Array, mt: Array, bs: tuple[Array, Array], bt: tuple[Array, Array],
+            start: tuple[Array, Array], steps: int = 30) -> float:
+    """A lower end of the sup: conditional-gradient ascent over vertex pairs (a convex function grows along the
+    vertex that maximises its linearisation), from ``start``."""
+    la, lb = start
+    best = float(_pairwise(name, (la @ ms)[None, :], (lb @ mt)[None, :])[0, 0])
+    for _ in range(steps):
+        p, q = la @ ms, lb @ mt
+        if np.any(q <= 0) or np.any(p <= 0):
+            break
+        dp_, dq_ = _fprime(name, p / q)
+        na, nb = _greedy_max(ms @ dp_, *bs), _greedy_max(mt @ dq_, *bt)
+        val = float(_pairwise(name, (na @ ms)[None, :], (nb @ mt)[None, :])[0, 0])
+        if not val > best * (1 + 1e-12):
+            break
+        best, la, lb = val, na, nb
+    return best
+
+
+def _greedy_vertices(mat: Array, lo: Array, up: Array) -> Array:
+    """The vertices the greedy fill reaches when maximising or minimising each (λC)[y] (2|Y| rows)."""
+    rest = 1.0 - float(lo.sum())
+    room = up - lo
+    rows = []
+    for maximise in (True, False):
+        order = np.argsort(-mat if maximise else mat, axis=0, kind="stable")
+        for y in range(mat.shape[1]):
+            o = order[:, y]
+            gives = room[o]
+            take = np.clip(rest - (np.cumsum(gives) - gives), 0.0, gives)
+            v = lo.copy()
+            v[o] += take
+            rows.append(v)
+    return np.array(rows)
