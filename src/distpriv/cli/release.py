@@ -160,9 +160,10 @@ def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
 
 
 def _release_args(o: SpecOptions) -> list[str]:
-    """The ``distpriv release`` options of ``o`` (all shared options but the data, --out, --format, --force and
-    the CSV options of the data file), as the user gave them: the side-channel check's synthetic runs."""
-    skip = {"data", "fmt", "out", "force", "sep", "encoding"}
+    """The ``distpriv release`` options of ``o`` (all shared options but the data, --out, --format and --force), as
+    the user gave them: the side-channel check's synthetic runs (whose tables are written with the spec's CSV
+    delimiter and encoding)."""
+    skip = {"data", "fmt", "out", "force"}
     args: list[str] = []
     for name, tp, info in _SHARED:
         value = getattr(o, name)

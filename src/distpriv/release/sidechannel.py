@@ -534,6 +534,10 @@ def spec_release_args(spec: Any) -> list[str]:
         args += ["--pairs", f"{p!r},{q!r}"]
     args += ["--epsilon", repr(spec.epsilon), "--delta", repr(spec.delta), "--mechanism", spec.mechanism,
              "--calibration", spec.calibration, "--missing", spec.missing]
+    if spec.sep is not None:
+        args += ["--sep", spec.sep]
+    if spec.encoding is not None:
+        args += ["--encoding", spec.encoding]
     if spec.population is not None:
         args += ["--population", str(Path(spec.population).resolve())]
     if spec.model is not None:
@@ -560,20 +564,22 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
-def _run(theta: float, table: Path, args: Sequence[str], out: Path, env: dict[str, str], cwd: Path | None,
-         timeout: float) -> PublicRun:
-    cmd = release_command(table, args, out)
+def _run(theta: float, folder: Path, args: Sequence[str], out: str, env: dict[str, str], timeout: float) -> PublicRun:
+    """One release of ``folder/data.csv`` into ``folder/out``, run in ``folder``: both tables are released under the
+    same relative names, so no path tells the runs apart."""
+    cmd = release_command(Path("data.csv"), args, Path(out))
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, cwd=cwd, env=env, timeout=timeout, check=False)
+        proc = subprocess.run(cmd, capture_output=True, cwd=folder, env=env, timeout=timeout, check=False)
         code, so, se = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         code, so, se = -9, exc.stdout or b"", (exc.stderr or b"") + f"\ntimed out after {timeout:g} s".encode()
     seconds = time.perf_counter() - t0
     files: dict[str, bytes] = {}
-    if out.is_dir():
-        for p in sorted(out.rglob("*")):
-            rel = p.relative_to(out)
+    where = folder / out
+    if where.is_dir():
+        for p in sorted(where.rglob("*")):
+            rel = p.relative_to(where)
             if p.is_file() and rel.parts[0] != _PRIVATE_DIR:
                 files[rel.as_posix()] = p.read_bytes()
     return PublicRun(theta, code, so.decode("utf-8", "replace"), public_stderr(se.decode("utf-8", "replace")), files,
@@ -598,7 +604,6 @@ def side_channel_check(
     *,
     runs: int = DEFAULT_RUNS,
     env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
     timeout: float = 1800.0,
     progress: Callable[[float], None] | None = None,
 ) -> SideChannelResult:
@@ -606,8 +611,9 @@ def side_channel_check(
 
     ``args``: the ``distpriv release`` options to audit (data, ``--out`` and ``--format`` excluded; default
     :func:`spec_release_args` of ``prep.spec``); ``runs``: releases of each table (all timed, every
-    interleaved pair diffed); ``env``/``cwd``: of the runs (default: this process's, with this distpriv first on
-    ``PYTHONPATH``); ``progress``: called with the fraction of runs done.
+    interleaved pair diffed); ``env``: of the runs (default: this process's, with this distpriv first on
+    ``PYTHONPATH``); relative paths in ``args`` must be made absolute (each run works in its own temporary folder);
+    ``progress``: called with the fraction of runs done.
     """
     n_runs = check_runs(runs)
     release_args = list(spec_release_args(prep.spec) if args is None else args)
@@ -616,19 +622,18 @@ def side_channel_check(
     child_env = _child_env(env)
     results: list[tuple[PublicRun, PublicRun]] = []
     with tempfile.TemporaryDirectory(prefix="distpriv-audit-") as tmp:
-        root = Path(tmp)
-        paths = []
+        folders = []
         for i, t in enumerate(tables):
-            p = root / f"synthetic_{i}.csv"
-            t.to_csv(p, index=False)
-            paths.append(p)
+            f = Path(tmp) / f"theta{i}"
+            f.mkdir()
+            t.to_csv(f / "data.csv", index=False, sep=prep.spec.sep or ",", encoding=prep.spec.encoding or "utf-8")
+            folders.append(f)
         done = 0
         for r in range(n_runs):
             order = (0, 1) if r % 2 == 0 else (1, 0)  # θ0 θ1 θ1 θ0 θ0 θ1 …
             got: dict[int, PublicRun] = {}
             for i in order:
-                got[i] = _run((a, b)[i], paths[i], release_args, root / f"out_{r}_{i}", child_env,
-                              None if cwd is None else Path(cwd), timeout)
+                got[i] = _run((a, b)[i], folders[i], release_args, f"out{r}", child_env, timeout)
                 done += 1
                 if progress is not None:
                     progress(done / (2 * n_runs))
@@ -636,9 +641,9 @@ def side_channel_check(
     fail: list[str] = []
     dd: list[str] = []
     for ra, rb in results:
-        f, d = compare_runs(ra, rb, from_data=from_data)
-        fail += f
-        dd += d
+        bad, dep = compare_runs(ra, rb, from_data=from_data)
+        fail += bad
+        dd += dep
     timing = timing_difference([(ra.seconds, rb.seconds) for ra, rb in results])
     if timing["flagged"]:
         msg = (f"run time (median paired difference {timing['median_relative_difference']:+.0%}, fastest runs "
