@@ -77,6 +77,17 @@ def test_curator_lines_never_reach_the_comparison() -> None:
     assert compare_runs(a, b) == ([], [])
 
 
+def test_short_display_strings_mask_only_their_own_numbers() -> None:
+    """A display "40" must not eat the "40" of "400 records" (a literal replacement would, in one run only)."""
+    pa, pb = _payload(40.0), _payload(41.5)
+    pa["statistics"][0]["display"], pb["statistics"][0]["display"] = "40", "41.5 (± 2)"
+    a = _run(0, 0.45, payload=pa, files={"report.md": b"n = 400 records; shown 40; also 40.0"})
+    b = _run(0, 0.55, payload=pb, files={"report.md": b"n = 400 records; shown 41.5; also 41.5"})
+    assert compare_runs(a, b) == ([], [])
+    c = _run(0, 0.55, payload=pb, files={"report.md": b"n = 401 records; shown 41.5; also 41.5"})
+    assert any(f.startswith("report.md (") for f in compare_runs(a, c)[0])
+
+
 def test_a_rendering_of_a_may_differ_value_is_masked_only_where_it_renders_that_value() -> None:
     a = _run(45.625, 0.45)
     b = _run(39.0009765625, 0.55, md_extra=" 45.625")  # run B shows run A's value: not a rendering of B's own

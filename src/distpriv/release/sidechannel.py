@@ -18,8 +18,9 @@ every other file (the figures). Apart from the documented fields
 
 * in JSON, the values at exactly those paths are masked;
 * in text (Markdown, HTML, stderr), the *renderings of exactly those values* are
-  masked: string values (a release id, a time, a display string) are replaced
-  where they occur verbatim, HTML- or Markdown-escaped; the text is then cut into
+  masked: string values of 8 characters or more (a release id, a time, a display
+  string) are replaced where they occur verbatim, HTML- or Markdown-escaped, and
+  the numbers inside every string value count as its renderings; the text is then cut into
   number tokens and the rest, the rest must be identical and a number token may
   differ only where the first run's token renders one of its may-differ values
   (``repr``, ``str`` or 3–17 significant digits) and the second run's token one of
@@ -119,6 +120,9 @@ _PRIVATE_DIR = "private"
 _NUMBER = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _TEXT_SUFFIXES = (".md", ".html", ".htm", ".txt", ".csv", ".svg")
 _STREAM_SIDE = 4
+#: Strings of at least this length are masked where they occur verbatim (ids, times); shorter ones would also
+#: hit unrelated text, and are masked through their number tokens only.
+_MIN_LITERAL = 8
 
 
 # --------------------------------------------------------------------------- results
@@ -273,11 +277,12 @@ def _renderings(doc: Any, paths: Sequence[str]) -> _Renderings:
         for p in paths:
             for v in _at(doc, p.split(".")):
                 add(v)
+    from ..report import md_escape
+
     forms: set[str] = set()
     for s in strings:
-        from ..report import md_escape
-
-        forms |= {s, html.escape(s), html.escape(s, quote=False), md_escape(s), html.escape(md_escape(s))}
+        if len(s) >= _MIN_LITERAL:  # a short string ("45.6") is masked by its number tokens only
+            forms |= {s, html.escape(s), html.escape(s, quote=False), md_escape(s), html.escape(md_escape(s))}
     return _Renderings(frozenset(numbers), tuple(sorted(forms, key=len, reverse=True)))
 
 
