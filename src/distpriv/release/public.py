@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data import Modelling
     from .selection import Selection
 
-__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PUBLIC_FIELDS", "PublicContext", "curator_lines",
-           "data_dependent_fields", "public_context", "public_payload"]
+__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "curator_lines", "public_context",
+           "public_payload"]
 
 #: What may differ between the public outputs of two releases whose datasets differ only in the secret (with
 #: ``--population`` or ``--model``): these payload fields and their renderings in report.md / report.html.
@@ -65,7 +65,7 @@ DATA_DEPENDENT: tuple[str, ...] = (
 #: (with ``--missing drop`` the kept count n depends on the data).
 PUBLIC_FIELDS: tuple[str, ...] = (
     "spec", "randomness", "warnings", "data_dependent", "statistics[].name", "statistics[].spec",
-    "report.modelling.source", "report.modelling.samples_per_theta", "report.modelling.input_sha256",
+    "statistics[].interval_level", "report.modelling.source", "report.modelling.samples_per_theta", "report.modelling.input_sha256",
     "report.modelling.n", "report.modelling.note",
 )
 
@@ -164,11 +164,14 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
         if from_data else [],
         "warnings": warnings,
     }
-    if result.composition is not None:
-        out["composition"] = result.composition.to_dict()
+
     if from_data:  # derived, not listed by hand (issue 27); with --missing drop the kept count n is the data's
         dropped = ("report.modelling.n", "report.modelling.note") if spec.missing == "drop" else ()
-        out["data_dependent"] = data_dependent_fields(out, tuple(f for f in PUBLIC_FIELDS if f not in dropped))
+        comp = {} if result.composition is None else {"composition": {"guarantee": None}}
+        out["data_dependent"] = data_dependent_fields({**out, **comp}, tuple(f for f in PUBLIC_FIELDS if f not in dropped))
+
+    if result.composition is not None:
+        out["composition"] = result.composition.to_dict()
     return out
 
 

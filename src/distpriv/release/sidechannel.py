@@ -631,7 +631,9 @@ def side_channel_check(
         for i, t in enumerate(tables):
             f = Path(tmp) / f"theta{i}"
             f.mkdir()
-            t.to_csv(f / "data.csv", index=False, sep=prep.spec.sep or ",", encoding=prep.spec.encoding or "utf-8")
+            spec = prep.spec  # written as the release will read it (its delimiter, encoding and decimal mark)
+            t.to_csv(f / "data.csv", index=False, sep=spec.sep or ",", encoding=spec.encoding or "utf-8",
+                     decimal=getattr(spec, "decimal", None) or ".")
             folders.append(f)
         done = 0
         for r in range(n_runs):
