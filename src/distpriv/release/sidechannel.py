@@ -296,7 +296,10 @@ def _text_difference(ta: str, tb: str, ra: _Renderings, rb: _Renderings) -> str 
         tb = tb.replace(s, _MASK)
     pa, pb = _NUMBER.split(ta), _NUMBER.split(tb)
     if len(pa) != len(pb):
-        return "a different number of numbers or lines"
+        la, lb = (_NUMBER.sub("#", t).splitlines() for t in (ta, tb))
+        k = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y), min(len(la), len(lb)))
+        x, y = (lines[k][:60] if k < len(lines) else "(end)" for lines in (la, lb))
+        return f"line {k + 1}: {x!r} vs {y!r}"
     for i, (x, y) in enumerate(zip(pa, pb, strict=True)):
         if x == y:
             continue
