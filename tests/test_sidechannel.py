@@ -215,3 +215,13 @@ def test_release_args_from_a_spec_and_runs_option(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match="--side-channel-runs"):
         check_runs(0)
     assert check_runs(5) == 5 and math.isfinite(TIMING_THRESHOLD)
+
+
+def test_side_channel_section_lists_differences_and_run_times() -> None:
+    from distpriv.release.audit_report import side_channel_text
+
+    side = {"passed": False, "description": "Two synthetic tables …", "differences": ["report.md (line 3: 'a`b' vs 'c')"],
+            "data_dependent_differences": [], "timing": timing_difference([(10.0, 13.0)] * 3)}
+    txt = side_channel_text(side)
+    assert "Result: **failed**" in txt and "- ``report.md (line 3: 'a`b' vs 'c')``" in txt
+    assert "10.00/13.00, 10.00/13.00, 10.00/13.00" in txt and "+30.0%" in txt and "threshold ±20%" in txt
