@@ -27,9 +27,10 @@ AUDIT_SCOPE = (
     "from that model, scores them with the strongest attacker available and turns the false- and true-positive "
     "rates of the best test into a lower bound on ε (dp.audit). It does not test whether the model describes the "
     "real data, nor what an attacker knows beyond it; with --model-from-data the model is the private rows. A "
-    "side-channel check releases two synthetic datasets differing only in θ through the real public-output path and "
-    "fails if the public outputs differ beyond the noisy values. Exit code 3: a claim was refuted; 1: the "
-    "side-channel check failed."
+    "side-channel check releases two synthetic datasets differing only in θ through the whole release command, from "
+    "scratch in fresh processes, and fails if any public output (stdout, public stderr, exit code, file names, "
+    "release.json, report.md, report.html, figure bytes, run time) differs beyond the documented fields that may "
+    "differ, or a value lies off its grid. Exit code 3: a claim was refuted; 1: the side-channel check failed."
 )
 
 _DATA = typer.Argument(None, help="CSV or Parquet table (or 'data' in --config).", show_default=False)
@@ -180,6 +181,25 @@ def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
               "(see the report)", file=sys.stderr)
 
 
+def _release_args(o: SpecOptions) -> list[str]:
+    """The ``distpriv release`` options of ``o`` (all shared options but the data, --out, --format and --force), as
+    the user gave them: the side-channel check's synthetic runs (whose tables are written with the spec's CSV
+    delimiter and encoding)."""
+    skip = {"data", "fmt", "out", "force"}
+    args: list[str] = []
+    for name, tp, info in _SHARED:
+        value = getattr(o, name)
+        if name in skip or value is None or value is False or value == []:
+            continue
+        flag = str(info.param_decls[0])
+        if tp is bool:
+            args.append(flag)
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            args += [flag, str(Path(v).resolve()) if isinstance(v, Path) else str(v)]
+    return args
+
+
 def audit(prep: Any, selection: Any, *, trials: int = 20_000, confidence: float = 0.95, audit_model: Any = None,
           model_source: str | None = None, progress: Any = None) -> Any:
     """Audit the selected mechanism of a prepared release with dp.audit, every pair of Ψ (no values are released)."""
@@ -281,6 +301,9 @@ def register(app: typer.Typer) -> None:
         audit_model: Path = typer.Option(None, "--audit-model",
                                          help="Auditor's f_θ (declared-model JSON/TOML) to audit against instead of "
                                               "the release's model."),
+        side_channel_runs: int = typer.Option(5, "--side-channel-runs",
+                                              help="Side-channel check: releases of each synthetic table (all timed; "
+                                                   "run time is compared from 3 on)."),
     ) -> None:
         """Audit the mechanism a release would use with dp.audit on every pair of Ψ; check side channels.
 
@@ -292,7 +315,7 @@ def register(app: typer.Typer) -> None:
         from ..release.audit_report import audit_figures, audit_progress, audit_sections
         from ..release.core import prepare, select
         from ..release.noise import plan_noise
-        from ..release.sidechannel import side_channel_check
+        from ..release.sidechannel import check_runs, side_channel_check
         from ..release.spec import build_spec
         from ..report import render_markdown, terminal_markdown, write_report
 
@@ -300,6 +323,8 @@ def register(app: typer.Typer) -> None:
         check_format(fmt)
         _check_out(out, None, force)
         check_audit_options(trials, confidence)
+        runs = check_runs(side_channel_runs)
+        release_args = _release_args(o)  # the audited release's own options, for the synthetic runs
         spec = build_spec(**o.spec_kwargs(), seed=seed)
         truth, source = (None, None) if audit_model is None else load_audit_model(audit_model, spec.stats, spec.pairs)
         from ..release.outdir import OutputFolder
@@ -315,9 +340,8 @@ def register(app: typer.Typer) -> None:
             with audit_progress("auditing") as tick:
                 res = audit(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
                             progress=tick)
-            with Stages("distpriv audit") as stages:
-                stages.step("side-channel check")
-                side = side_channel_check(prep, sel)
+            with audit_progress("side-channel check") as tick:
+                side = side_channel_check(prep, release_args, runs=runs, progress=tick)
             g = plan_noise(sel.chosen).guarantee
             payload: dict[str, Any] = {"guarantee": g.to_dict(), "scope": AUDIT_SCOPE, **res.to_dict(),
                                        "side_channel": side.to_dict()}

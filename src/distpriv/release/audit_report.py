@@ -35,6 +35,7 @@ __all__ = [
     "local_audit_sections",
     "method_text",
     "pair_rows",
+    "side_channel_text",
 ]
 
 _COLUMNS = ["pair", "ε lower bound", "claimed ε", "δ", "exact ε", "refuted", "trials", "scorer"]
@@ -132,16 +133,32 @@ def audit_sections(
         out.append(Section("Scope", scope))
     out += [Section("Audit", body, figs), Section("Audit method", method_text(audit.reports, audit.confidence))]
     if side_channel is not None:
-        status = "**passed**" if side_channel["passed"] else "**failed**"
-        txt = (f"{side_channel['description']}\n\nResult: {status}. "
-               + ("Public outputs differed outside the noisy values in: "
-                  + ", ".join(f"`{d}`" for d in side_channel["differences"]) + "." if side_channel["differences"]
-                  else "The public outputs were identical apart from the noisy values.")
-               + (" Fields declared data-dependent (outside the guarantee) differed: "
-                  + ", ".join(f"`{d}`" for d in side_channel["data_dependent_differences"]) + "."
-                  if side_channel["data_dependent_differences"] else ""))
-        out.append(Section("Side-channel check", txt))
+        out.append(Section("Side-channel check", side_channel_text(side_channel)))
     return out
+
+
+def side_channel_text(side: dict[str, Any]) -> str:
+    """The side-channel check's section: what was compared, the verdict, every difference and the run times."""
+    from ..report import md_code
+
+    status = "**passed**" if side["passed"] else "**failed**"
+    txt = f"{side['description']}\n\nResult: {status}. "
+    if side["differences"]:
+        txt += "Public outputs differed beyond what may differ in:\n\n" + "\n".join(
+            f"- {md_code(d)}" for d in side["differences"]) + "\n"
+    else:
+        txt += "The public outputs were identical apart from what may differ.\n"
+    if side["data_dependent_differences"]:
+        txt += ("\nData-dependent differences (declared in `data_dependent`; outside the guarantee):\n\n"
+                + "\n".join(f"- {md_code(d)}" for d in side["data_dependent_differences"]) + "\n")
+    t = side.get("timing") or {}
+    if t.get("seconds_theta0"):
+        times = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(t["seconds_theta0"], t["seconds_theta1"], strict=True))
+        txt += (f"\nRun times θ0/θ1 in seconds, interleaved: {times}; median paired difference "
+                f"{t['median_relative_difference']:+.1%}, fastest runs {t['fastest_relative_difference']:+.1%} "
+                + (f"(compared; threshold ±{t['threshold']:.0%})." if t["compared"]
+                   else "(not compared: too few runs).") + "\n")
+    return txt
 
 
 def local_audit_sections(report: AuditReport, description: str, *, figures: bool = True) -> list[Section]:

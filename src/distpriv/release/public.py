@@ -12,7 +12,7 @@ the data — no diagnostics or figures.
 With ``--population`` or ``--model`` the mechanism and noise are functions of
 public inputs, so two datasets with the same public inputs give payloads that
 differ only in ``statistics[].value``. With ``--model-from-data`` the fields
-listed in ``data_dependent`` (:data:`DATA_DEPENDENT`) depend on the private data
+listed in ``data_dependent`` (:func:`data_dependent_fields`) depend on the private data
 as well, and the payload's first warning says that this is outside the guarantee.
 """
 
@@ -49,7 +49,9 @@ def curator_lines(notes: list[str] | tuple[str, ...]) -> list[str]:
     """The curator-only stderr lines of ``notes`` (each prefixed with :data:`CURATOR_PREFIX`, one line each)."""
     return [f"{CURATOR_PREFIX} {' '.join(str(n).split())}" for n in notes]
 
-#: Payload fields that depend on the private data when f_θ is modelled from it (``--model-from-data``).
+#: Payload fields known to depend on the private data when f_θ is modelled from it (``--model-from-data``). The
+#: payload's ``data_dependent`` is not this hand list but :func:`data_dependent_fields` (every field not in
+#: :data:`PUBLIC_FIELDS`), which always includes these (a test checks it).
 DATA_DEPENDENT: tuple[str, ...] = (
     "mechanism", "mechanism_label", "guarantee", "statistics[].noise_std", "statistics[].grid", "statistics[].spread",
     "statistics[].noise_to_spread",
@@ -57,6 +59,47 @@ DATA_DEPENDENT: tuple[str, ...] = (
     "report.chosen", "report.expected_l2_error", "report.correction", "report.why", "report.candidates",
     "composition.guarantee",
 )
+
+#: Payload fields that are functions of the public inputs alone (the spec, the randomness, the warnings), also
+#: with ``--model-from-data``; ``report.modelling.n``/``note`` only when no row was dropped for a missing value
+#: (with ``--missing drop`` the kept count n depends on the data).
+PUBLIC_FIELDS: tuple[str, ...] = (
+    "spec", "randomness", "warnings", "data_dependent", "statistics[].name", "statistics[].spec",
+    "statistics[].interval_level", "report.modelling.source", "report.modelling.samples_per_theta", "report.modelling.input_sha256",
+    "report.modelling.n", "report.modelling.note",
+)
+
+
+def data_dependent_fields(payload: dict[str, Any], public: tuple[str, ...] = PUBLIC_FIELDS) -> list[str]:
+    """The ``data_dependent`` list of a ``--model-from-data`` payload, derived from the payload itself (issue 27).
+
+    Every field is data-dependent unless it is in ``public`` or in :data:`MAY_DIFFER` (which may differ anyway);
+    a subtree holding neither is listed by its own path (``noise``, ``report.candidates``), others field by
+    field (``statistics[].noise_std``). A field added to the payload is data-dependent until declared public.
+    The audit's side-channel check compares this list with what two synthetic releases actually show.
+    """
+    keep = (*public, *MAY_DIFFER)
+
+    def inside(path: str) -> bool:  # a public or may-differ field at or below path
+        return any(k == path or k.startswith(path + ".") or k.startswith(path + "[") for k in keep)
+
+    def walk(node: Any, path: str) -> list[str]:
+        if path and path in keep:
+            return []
+        if path and not inside(path):
+            return [path]
+        if isinstance(node, dict):
+            return [f for k, v in node.items() for f in walk(v, f"{path}.{k}" if path else str(k))]
+        if isinstance(node, list):
+            items: dict[str, list[Any]] = {}
+            for item in node:
+                for k, v in (item.items() if isinstance(item, dict) else ()):
+                    items.setdefault(str(k), []).append(v)
+            return list(dict.fromkeys(f for k, vs in items.items() for v in vs for f in walk(v, f"{path}[].{k}")))
+        return []
+
+    return walk(payload, "")
+
 
 FROM_DATA_WARNING = (
     "f_θ was modelled from the private table itself (--model-from-data): the mechanism, its noise scale and the "
@@ -121,6 +164,12 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
         if from_data else [],
         "warnings": warnings,
     }
+
+    if from_data:  # derived, not listed by hand (issue 27); with --missing drop the kept count n is the data's
+        dropped = ("report.modelling.n", "report.modelling.note") if spec.missing == "drop" else ()
+        comp = {} if result.composition is None else {"composition": {"guarantee": None}}
+        out["data_dependent"] = data_dependent_fields({**out, **comp}, tuple(f for f in PUBLIC_FIELDS if f not in dropped))
+
     if result.composition is not None:
         out["composition"] = result.composition.to_dict()
     return out
