@@ -365,6 +365,21 @@ def _bottleneck(cost: FloatArray, p: FloatArray, q: FloatArray, delta: float, to
 
 
 # --------------------------------------------------------------------------- 1-D quantile coupling
+def _sorted_union(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
+    """The distinct values of two non-decreasing arrays, ascending (= ``np.unique`` of their concatenation).
+
+    A stable sort of the two concatenated runs is a linear merge (timsort finds the runs) and a mask
+    drops repeats; ``np.unique`` takes a hash-based path on numpy >= 2.3 that is several times slower here.
+    """
+    merged = np.sort(np.concatenate([a, b]), kind="stable")
+    if merged.size < 2:
+        return merged
+    keep = np.empty(merged.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 def _pieces(
     xs: FloatArray, cp: NDArray[Any], ys: FloatArray, cq: NDArray[Any]
 ) -> tuple[FloatArray, NDArray[Any]]:
@@ -374,7 +389,7 @@ def _pieces(
     the cumulative weights, F⁻¹(u) = xs[first i with cp[i] >= brk] and likewise
     for G⁻¹. Returns |F⁻¹ − G⁻¹| and the (unnormalised) piece lengths.
     """
-    brk = np.unique(np.concatenate([cp, cq]))
+    brk = _sorted_union(cp, cq)
     left = np.concatenate([np.zeros(1, dtype=brk.dtype), brk[:-1]])
     i = np.minimum(np.searchsorted(cp, brk, side="left"), xs.size - 1)
     j = np.minimum(np.searchsorted(cq, brk, side="left"), ys.size - 1)
@@ -418,6 +433,8 @@ def _quantile_w_infinity(
 def _samples_1d_pieces(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Quantile coupling of two 1-D samples with exact integer cumulative weights (L = lcm(N, K))."""
     n, k = x.size, y.size
+    if n == k:  # equal weights 1/n: the i-th order statistics are coupled, one piece each
+        return np.abs(np.sort(x) - np.sort(y)), np.full(n, 1.0 / n)
     big = math.lcm(n, k)
     cp = np.arange(1, n + 1, dtype=np.int64) * (big // n)
     cq = np.arange(1, k + 1, dtype=np.int64) * (big // k)
