@@ -105,8 +105,9 @@ def _l2_errors(
 
 
 def _ci(values: NDArray[np.float64]) -> tuple[float, float]:
-    from scipy import stats
+    # special.stdtrit is what stats.t.ppf evaluates, without importing scipy.stats (~0.4 s)
+    from scipy import special
 
     m = float(values.mean())
-    half = float(stats.t.ppf(0.975, values.size - 1)) * float(values.std(ddof=1)) / math.sqrt(values.size)
+    half = float(special.stdtrit(values.size - 1, 0.975)) * float(values.std(ddof=1)) / math.sqrt(values.size)
     return m - half, m + half
