@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 SPARKSTAMP := $(VENV)/.installed-spark
 
-.PHONY: demo test test-spark bench install clean docs reproduce-readme
+.PHONY: demo test test-fast test-spark bench install clean docs reproduce-readme
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: $(TESTSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src/distpriv
 	$(BIN)/python -m pytest -n 2 tests
+
+# The inner loop: every test not marked `slow` (goal: under 2 minutes on 2 cores). `make test` runs them all and
+# ends with the suite's total CPU time (tests/conftest.py).
+test-fast: $(TESTSTAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow" tests
 
 # PySpark (~450 MB download, ~500 MB installed, a JVM per session). `make test` installs it when Java is present;
 # this target installs it and runs only the Dask/Spark tests.

@@ -112,3 +112,43 @@ def figure2_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
         tmp_path_factory, "figure2_small",
         lambda: co.figure2(reps=3, model_samples=300, epsilons=FIGURE2_SMALL_EPSILONS),
     )
+
+
+# --------------------------------------------------------------------------- the suite's CPU time (issue 26)
+def _cpu_seconds(who: int) -> float:
+    import resource
+
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of the children it has waited for (the CLI subprocesses of the tests)."""
+    import resource
+
+    return _cpu_seconds(resource.RUSAGE_SELF) + _cpu_seconds(resource.RUSAGE_CHILDREN)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: hand its CPU time to the controller
+        workeroutput["cpu_seconds"] = _own_cpu()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - pytest-xdist hook (only called on the controller)
+    cpu = getattr(node, "workeroutput", {}).get("cpu_seconds")
+    if cpu is not None:
+        node.config._distpriv_worker_cpu = getattr(node.config, "_distpriv_worker_cpu", 0.0) + cpu
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # noqa: ANN001
+    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses."""
+    import resource
+
+    if getattr(config, "workeroutput", None) is not None:
+        return
+    workers = getattr(config, "_distpriv_worker_cpu", None)
+    total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
+    where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
+    terminalreporter.write_line(f"distpriv: test suite CPU time {total:.1f} s{where}")
