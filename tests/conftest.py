@@ -152,3 +152,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
     where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
     terminalreporter.write_line(f"distpriv: test suite CPU time {total:.1f} s{where}")
+
+
+# --------------------------------------------------------------------------- `slow` marks (issue 26)
+#: Session/module fixtures whose one computation takes tens of CPU seconds: every test using one is `slow`.
+SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
+#: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
+SLOW_TESTS = (
+    "tests/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
+    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
+    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
+    "tests/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them)."""
+    slow = pytest.mark.slow
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
+            item.add_marker(slow)
