@@ -74,9 +74,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import coo_array, csr_array
-from scipy.sparse.csgraph import maximum_flow
-from scipy.spatial.distance import cdist
 
 from ._validation import (
     check_array,
@@ -239,6 +236,9 @@ def _cost(x: FloatArray, y: FloatArray, metric: str) -> FloatArray:
         )
     if x.shape[1] == 1:
         return np.abs(x[:, 0][:, None] - y[:, 0][None, :])
+    # lazy (as scipy.sparse below): a release that needs no W∞ graph does not import them
+    from scipy.spatial.distance import cdist
+
     return cdist(x, y, metric=metric)
 
 
@@ -304,6 +304,9 @@ def _flow_oracle(
             )
             indices = np.concatenate([(n + cols).astype(np.int32), y_rows, src_row])
             caps = np.concatenate([np.minimum(a32[rows], b32[cols]), b32, a32]).astype(np.int32)
+            from scipy.sparse import csr_array
+            from scipy.sparse.csgraph import maximum_flow
+
             graph = csr_array((caps, indices, indptr), shape=(n + k + 2, n + k + 2))
             return int(maximum_flow(graph, n + k, n + k + 1).flow_value) >= target
 
@@ -320,6 +323,8 @@ def _flow_oracle(
             return False
         e = rows.size
         data = np.ones(2 * e)
+        from scipy.sparse import coo_array
+
         a_ub = coo_array(
             (data, (np.concatenate([rows, n + cols]), np.tile(np.arange(e), 2))), shape=(n + k, e)
         ).tocsc()
