@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 SPARKSTAMP := $(VENV)/.installed-spark
 
-.PHONY: demo test test-spark bench install clean docs reproduce-readme browser
+.PHONY: demo test test-fast test-spark bench install clean docs reproduce-readme browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: $(TESTSTAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src/distpriv
 	$(BIN)/python -m pytest -n 2 tests
+
+# The inner loop: every test not marked `slow` (goal: under 2 minutes on 2 cores). `make test` runs them all and
+# ends with the suite's total CPU time (tests/conftest.py).
+test-fast: $(TESTSTAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow" tests
 
 # Headless Chromium for the browser test of report.html (tests/test_report_reader.py; issue 23): installed from
 # Debian's `chromium` package when missing and running as root with apt-get; otherwise the test says why it skips.

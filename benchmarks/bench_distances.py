@@ -12,6 +12,10 @@ Run:  python benchmarks/bench_distances.py [--budget SECONDS] [--json]
    general algorithm handled and the ratio is reported.
 3. Real-weight oracle (HiGHS max-flow LP) vs the integer oracle on the same
    instance (uniform weights, forced through the LP path).
+4. 1-D W∞ at n = 10^6 against the sort formula max_i |x_(i) − y_(i)| (CPU
+   time), for equal sizes and for N ≠ K, and the former ``np.unique`` merge of
+   the cumulative weights against today's stable-sort merge (issue 26).
+   ``--sort-only`` runs just this part.
 
 Times are the best of ``--repeat`` runs (wall clock, single process).
 """
@@ -119,6 +123,43 @@ def bench_oracles(repeat: int) -> dict[str, Any]:
     }
 
 
+def cpu_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Best CPU time (process_time) of ``repeat`` runs."""
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        value = fn()
+        best = min(best, time.process_time() - t0)
+    return best, value
+
+
+def bench_sort_formula(repeat: int, n: int = 1_000_000) -> dict[str, Any]:
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=n), rng.standard_t(5, size=n)
+    t_w, w = cpu_time(lambda: D.w_infinity_samples(x[:, None], y[:, None]), repeat)
+    t_s, s = cpu_time(lambda: float(np.abs(np.sort(x) - np.sort(y)).max()), repeat)
+    assert w == s, (w, s)
+    k = (7 * n) // 10  # N != K: the quantile pieces of the union of the cumulative weights
+    t_u, wu = cpu_time(lambda: D.w_infinity_samples(x[:, None], y[:k, None]), repeat)
+    saved = D._sorted_union
+    D._sorted_union = lambda a, b: np.unique(np.concatenate([a, b]))  # the former merge
+    try:
+        t_old, wold = cpu_time(lambda: D.w_infinity_samples(x[:, None], y[:k, None]), repeat)
+    finally:
+        D._sorted_union = saved
+    assert wu == wold, (wu, wold)
+    return {"n": n, "winf_equal_cpu_seconds": t_w, "sort_formula_cpu_seconds": t_s, "ratio_winf_over_sort": t_w / t_s,
+            "unequal_k": k, "winf_unequal_cpu_seconds": t_u, "unequal_np_unique_cpu_seconds": t_old,
+            "ratio_np_unique_over_sort_merge": t_old / t_u, "value": w}
+
+
+def print_sort(sf: dict[str, Any]) -> None:
+    print(f"1-D W∞ at n = {sf['n']} (CPU): {sf['winf_equal_cpu_seconds']:.4f} s vs the sort formula "
+          f"{sf['sort_formula_cpu_seconds']:.4f} s, ratio {sf['ratio_winf_over_sort']:.2f}")
+    print(f"  N = {sf['n']}, K = {sf['unequal_k']}: {sf['winf_unequal_cpu_seconds']:.4f} s (stable-sort merge) vs "
+          f"{sf['unequal_np_unique_cpu_seconds']:.4f} s (np.unique), ratio {sf['ratio_np_unique_over_sort_merge']:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -129,12 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a text summary")
+    ap.add_argument("--sort-only", action="store_true", help="only part 4: 1-D W∞ against the sort formula")
     args = ap.parse_args(argv)
+    if args.sort_only:
+        sf = bench_sort_formula(args.repeat)
+        if args.json:
+            print(json.dumps(sf, indent=2))
+        else:
+            print_sort(sf)
+        return 0
 
     res = {
         "multivariate": bench_multivariate(args.repeat),
         "one_dimensional": bench_one_dimensional(args.repeat, args.budget),
         "oracles": bench_oracles(args.repeat),
+        "sort_formula": bench_sort_formula(args.repeat),
     }
     if args.json:
         print(json.dumps(res, indent=2))
@@ -169,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Oracles, N = {orc['n']} in R^3: integer max-flow {orc['integer_flow_seconds']:.3f} s, "
         f"HiGHS LP {orc['lp_seconds']:.3f} s, ratio {orc['ratio_lp_over_integer']:.1f}"
     )
+    print_sort(res["sort_formula"])
     return 0
 
 

@@ -122,3 +122,62 @@ def _ledger_key_home(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN202
     mp.setenv("DISTPRIV_HOME", str(tmp_path_factory.mktemp("distpriv-home")))
     yield
     mp.undo()
+# --------------------------------------------------------------------------- the suite's CPU time (issue 26)
+def _cpu_seconds(who: int) -> float:
+    import resource
+
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of the children it has waited for (the CLI subprocesses of the tests)."""
+    import resource
+
+    return _cpu_seconds(resource.RUSAGE_SELF) + _cpu_seconds(resource.RUSAGE_CHILDREN)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: hand its CPU time to the controller
+        workeroutput["cpu_seconds"] = _own_cpu()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - pytest-xdist hook (only called on the controller)
+    cpu = getattr(node, "workeroutput", {}).get("cpu_seconds")
+    if cpu is not None:
+        node.config._distpriv_worker_cpu = getattr(node.config, "_distpriv_worker_cpu", 0.0) + cpu
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # noqa: ANN001
+    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses."""
+    import resource
+
+    if getattr(config, "workeroutput", None) is not None:
+        return
+    workers = getattr(config, "_distpriv_worker_cpu", None)
+    total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
+    where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
+    terminalreporter.write_line(f"distpriv: test suite CPU time {total:.1f} s{where}")
+
+
+# --------------------------------------------------------------------------- `slow` marks (issue 26)
+#: Session/module fixtures whose one computation takes tens of CPU seconds: every test using one is `slow`.
+SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
+#: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
+SLOW_TESTS = (
+    "tests/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
+    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
+    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
+    "tests/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them)."""
+    slow = pytest.mark.slow
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
+            item.add_marker(slow)

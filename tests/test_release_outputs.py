@@ -1,12 +1,17 @@
 """``distpriv release`` on messy inputs (issue 11): escaped reports, safe output folders, huge ε / tiny δ.
 
-Each case is the real console script in a subprocess (run concurrently to keep the suite short):
+The releases are the real console script in a subprocess (run concurrently to keep the suite short); the
+refusals of unusable ``--out`` folders run the same entry point (:func:`distpriv.cli.main`) in-process, since
+they stop before computing and a process adds nothing but ~1 s of imports each — one of them ("nonempty") stays
+a subprocess so the console script's one line on stderr and exit status 2 are checked end to end. Each case:
 exit code, a short stderr without a traceback, and pre-existing files left untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -16,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from test_release import people, run_all
+from test_release import people, run, run_all
 
 HOSTILE = {  # column name -> what a browser or matplotlib must never interpret
     "age": "<script>alert(1)</script>",
@@ -46,14 +51,34 @@ def _one_line_error(res: subprocess.CompletedProcess[str], needle: str) -> None:
     assert res.stdout == ""
 
 
+def run_in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``distpriv ARGS`` through :func:`distpriv.cli.main` in this process (stdout, stderr and exit status captured)."""
+    from distpriv.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    code: int | str | None = 0
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main(args)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["distpriv", *args], code if isinstance(code, int) else 1, out.getvalue(),
+                                       err.getvalue())
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subprocess.CompletedProcess[str]], dict]:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], list[str]]:
+    """The working folder (tables, pre-existing folders and files that must stay as they are), the hashes of its
+    files before any command ran, and the arguments of a quick release."""
     d = tmp_path_factory.mktemp("messy")
     people(200, 7).to_csv(d / "people.csv", index=False)
     people(4000, 9, start=100_000).to_csv(d / "pop.csv", index=False)
     _hostile(people(200, 7)).to_csv(d / "h_people.csv", index=False)
     _hostile(people(4000, 9, start=100_000)).to_csv(d / "h_pop.csv", index=False)
-    # pre-existing folders and files that must stay as they are
     (d / "full").mkdir()
     (d / "full" / "report.md").write_text("my notes\n")
     (d / "victim.txt").write_text("do not touch\n")
@@ -70,15 +95,37 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
     before = {p.relative_to(d).as_posix(): _sha(p) for p in d.rglob("*") if p.is_file() and not p.is_symlink()}
     quick = ["release", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv", "--samples", "60",
              "--format", "json"]
-    hostile_stats = [a for col in HOSTILE.values() for a in ("--stat", f"mean:{col}")]
-    cmds = {
-        "hostile": ["release", "h_people.csv", *hostile_stats, "--stat", f"count:sex={GENTOO}", *BASE,
-                    "--population", "h_pop.csv", "--samples", "60", "--out", "hostile"],
-        "nonempty": [*quick, "--out", "full"],
+    return d, before, quick
+
+
+@pytest.fixture(scope="module")
+def refusals(folder: tuple) -> dict[str, subprocess.CompletedProcess[str]]:
+    """The unusable ``--out`` folders: "nonempty" through the console script, the rest in-process (they stop
+    before computing; see the module docstring)."""
+    d, _, quick = folder
+    audit = ["audit", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv", "--samples", "60",
+             "--trials", "2000"]
+    in_process = {
         "symlinked out": [*quick, "--out", "outlink"],
         "link inside": [*quick, "--out", "linked", "--force"],
         "under a file": [*quick, "--out", "file.txt/sub"],
         "virtual fs": [*quick, "--out", "/proc/distpriv-test/out"],
+        "audit nonempty": [*audit, "--out", "full"],
+        "audit under a file": [*audit, "--out", "file.txt/sub"],
+    }
+    out = {"nonempty": run([*quick, "--out", "full"], d)}
+    out.update({k: run_in_process(v, d) for k, v in in_process.items()})
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(folder: tuple) -> dict[str, subprocess.CompletedProcess[str]]:
+    """The releases, each the real console script in a subprocess (concurrently)."""
+    d, _, quick = folder
+    hostile_stats = [a for col in HOSTILE.values() for a in ("--stat", f"mean:{col}")]
+    cmds = {
+        "hostile": ["release", "h_people.csv", *hostile_stats, "--stat", f"count:sex={GENTOO}", *BASE,
+                    "--population", "h_pop.csv", "--samples", "60", "--out", "hostile"],
         "force": [*quick, "--out", "replace", "--force", "--mechanism", "expm-laplace"],
         "huge eps": ["release", "people.csv", "--stat", "mean:age", "--stat", "count:sex=Female", "--protect",
                      "income=>50K", "--pairs", "0.45,0.55", "--epsilon", "1e6", "--delta", "1e-300", "--population",
@@ -86,17 +133,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
         "eps 710": ["release", "people.csv", "--stat", "mean:age", "--protect", "income=>50K", "--pairs", "0.45,0.55",
                     "--epsilon", "710", "--delta", "1e-3", "--population", "pop.csv", "--samples", "60",
                     "--mechanism", "expm-laplace", "--format", "json"],
-        "audit nonempty": ["audit", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv",
-                           "--samples", "60", "--trials", "2000", "--out", "full"],
-        "audit under a file": ["audit", "people.csv", "--stat", "mean:age", *BASE, "--population", "pop.csv",
-                               "--samples", "60", "--trials", "2000", "--out", "file.txt/sub"],
     }
-    return d, run_all(cmds, d), before
+    return run_all(cmds, d)
 
 
-def test_hostile_names_are_escaped_in_the_written_report(runs: tuple) -> None:
-    d, res, _ = runs
-    r = res["hostile"]
+@pytest.mark.slow
+def test_hostile_names_are_escaped_in_the_written_report(runs: dict, folder: tuple) -> None:
+    d = folder[0]
+    r = runs["hostile"]
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     html, md = (d / "hostile" / "report.html").read_text(), (d / "hostile" / "report.md").read_text()
@@ -126,9 +170,9 @@ def test_hostile_names_are_escaped_in_the_written_report(runs: tuple) -> None:
     ("audit nonempty", "exists and is not empty; give --force"),
     ("audit under a file", "file.txt is not a folder"),
 ])
-def test_unusable_out_is_refused_before_computing(runs: tuple, case: str, needle: str) -> None:
-    d, res, before = runs
-    _one_line_error(res[case], needle)
+def test_unusable_out_is_refused_before_computing(refusals: dict, folder: tuple, case: str, needle: str) -> None:
+    d, before, _ = folder
+    _one_line_error(refusals[case], needle)
     after = {p.relative_to(d).as_posix(): _sha(p) for p in d.rglob("*") if p.is_file() and not p.is_symlink()}
     for name, sha in before.items():  # nothing pre-existing was modified or removed (but by --force on 'replace')
         if not name.startswith("replace/"):
@@ -138,8 +182,9 @@ def test_unusable_out_is_refused_before_computing(runs: tuple, case: str, needle
     assert not [p for p in d.iterdir() if ".tmp-" in p.name]  # no temporary folder left behind
 
 
-def test_force_replaces_the_folder_as_a_whole(runs: tuple) -> None:
-    d, res, _ = runs
+@pytest.mark.slow
+def test_force_replaces_the_folder_as_a_whole(runs: dict, folder: tuple) -> None:
+    d, res = folder[0], runs
     assert res["force"].returncode == 0, res["force"].stderr
     names = sorted(p.relative_to(d / "replace").as_posix() for p in (d / "replace").rglob("*"))
     assert "stale.txt" not in names and "sub/deep.txt" not in names
@@ -154,8 +199,6 @@ def test_read_only_parent_is_refused(tmp_path: Path) -> None:  # pragma: no cove
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        from test_release import run
-
         r = run(["release", "people.csv", "--stat", "mean:age", *BASE, "--model-from-data", "--samples", "30",
                  "--out", "ro/out"], tmp_path)
         _one_line_error(r, "--out: cannot create")
@@ -163,8 +206,9 @@ def test_read_only_parent_is_refused(tmp_path: Path) -> None:  # pragma: no cove
         ro.chmod(0o755)
 
 
-def test_huge_epsilon_and_tiny_delta_release(runs: tuple) -> None:
-    _, res, _ = runs
+@pytest.mark.slow
+def test_huge_epsilon_and_tiny_delta_release(runs: dict) -> None:
+    res = runs
     for case in ("huge eps", "eps 710"):
         r = res[case]
         assert r.returncode == 0, r.stderr

@@ -74,9 +74,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import coo_array, csr_array
-from scipy.sparse.csgraph import maximum_flow
-from scipy.spatial.distance import cdist
 
 from ._validation import (
     check_array,
@@ -239,6 +236,9 @@ def _cost(x: FloatArray, y: FloatArray, metric: str) -> FloatArray:
         )
     if x.shape[1] == 1:
         return np.abs(x[:, 0][:, None] - y[:, 0][None, :])
+    # lazy (as scipy.sparse below): a release that needs no W∞ graph does not import them
+    from scipy.spatial.distance import cdist
+
     return cdist(x, y, metric=metric)
 
 
@@ -304,6 +304,9 @@ def _flow_oracle(
             )
             indices = np.concatenate([(n + cols).astype(np.int32), y_rows, src_row])
             caps = np.concatenate([np.minimum(a32[rows], b32[cols]), b32, a32]).astype(np.int32)
+            from scipy.sparse import csr_array
+            from scipy.sparse.csgraph import maximum_flow
+
             graph = csr_array((caps, indices, indptr), shape=(n + k + 2, n + k + 2))
             return int(maximum_flow(graph, n + k, n + k + 1).flow_value) >= target
 
@@ -320,6 +323,8 @@ def _flow_oracle(
             return False
         e = rows.size
         data = np.ones(2 * e)
+        from scipy.sparse import coo_array
+
         a_ub = coo_array(
             (data, (np.concatenate([rows, n + cols]), np.tile(np.arange(e), 2))), shape=(n + k, e)
         ).tocsc()
@@ -365,6 +370,21 @@ def _bottleneck(cost: FloatArray, p: FloatArray, q: FloatArray, delta: float, to
 
 
 # --------------------------------------------------------------------------- 1-D quantile coupling
+def _sorted_union(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
+    """The distinct values of two non-decreasing arrays, ascending (= ``np.unique`` of their concatenation).
+
+    A stable sort of the two concatenated runs is a linear merge (timsort finds the runs) and a mask
+    drops repeats; ``np.unique`` takes a hash-based path on numpy >= 2.3 that is several times slower here.
+    """
+    merged = np.sort(np.concatenate([a, b]), kind="stable")
+    if merged.size < 2:
+        return merged
+    keep = np.empty(merged.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 def _pieces(
     xs: FloatArray, cp: NDArray[Any], ys: FloatArray, cq: NDArray[Any]
 ) -> tuple[FloatArray, NDArray[Any]]:
@@ -374,7 +394,7 @@ def _pieces(
     the cumulative weights, F⁻¹(u) = xs[first i with cp[i] >= brk] and likewise
     for G⁻¹. Returns |F⁻¹ − G⁻¹| and the (unnormalised) piece lengths.
     """
-    brk = np.unique(np.concatenate([cp, cq]))
+    brk = _sorted_union(cp, cq)
     left = np.concatenate([np.zeros(1, dtype=brk.dtype), brk[:-1]])
     i = np.minimum(np.searchsorted(cp, brk, side="left"), xs.size - 1)
     j = np.minimum(np.searchsorted(cq, brk, side="left"), ys.size - 1)
@@ -418,6 +438,8 @@ def _quantile_w_infinity(
 def _samples_1d_pieces(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Quantile coupling of two 1-D samples with exact integer cumulative weights (L = lcm(N, K))."""
     n, k = x.size, y.size
+    if n == k:  # equal weights 1/n: the i-th order statistics are coupled, one piece each
+        return np.abs(np.sort(x) - np.sort(y)), np.full(n, 1.0 / n)
     big = math.lcm(n, k)
     cp = np.arange(1, n + 1, dtype=np.int64) * (big // n)
     cq = np.arange(1, k + 1, dtype=np.int64) * (big // k)

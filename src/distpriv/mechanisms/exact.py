@@ -18,11 +18,19 @@ output provably gives under the model (:mod:`distpriv.accounting`) and:
 
 Every guarantee then lists the assumptions the claim really uses (Gaussian f_θ,
 model = truth) and notes the accounting method, its bracket and the top-up.
+
+Inside :func:`noise_only` (a caller that uses the calibrated noise and never the
+claim, e.g. the error columns of a paper reproduction) the one profile that decides
+nothing about the noise — the classic rule's proven δ at ε >= 1 — is not computed:
+the guarantee then claims only the trivially valid δ = 1 and says why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -50,6 +58,26 @@ GAUSSIAN_MODEL_NAMES = names_where(noise="gaussian", exact_gaussian_model=True)
 FIT_NAMES = tuple(n for n in GAUSSIAN_MODEL_NAMES if METADATA[n].exact_gaussian_fit)
 #: Laplace-noise mechanisms whose pure ε / δ is accounted exactly on a GaussianModel (ExpM (L), DirM (L)).
 LAPLACE_MODEL_NAMES = names_where(noise="laplace", exact_gaussian_model=True)
+#: Set by :func:`noise_only`: skip profiles whose only use is the value of a claim.
+_NOISE_ONLY: ContextVar[bool] = ContextVar("distpriv_noise_only", default=False)
+NOT_EVALUATED = ("classic rule at ε >= 1: the exact profile of the papers' noise was not evaluated (calibrated inside "
+                 "distpriv.mechanisms.exact.noise_only(), for the noise alone); the claim is the trivially valid δ = 1")
+
+
+@contextlib.contextmanager
+def noise_only() -> Iterator[None]:
+    """Within this block, :func:`account` computes only what decides the noise.
+
+    The classic rule at ε >= 1 keeps the papers' noise whatever its δ, so its exact profile
+    only sets the value claimed: it is skipped and the guarantee claims δ = 1 (trivially valid,
+    with :data:`NOT_EVALUATED` in its notes). Every top-up decision is still made exactly, so the
+    noise is the one :func:`account` gives outside the block.
+    """
+    token = _NOISE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _NOISE_ONLY.reset(token)
 
 
 def account(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
@@ -78,7 +106,13 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     eps, target = inp.epsilon, inp.delta
     notes = list(mech.guarantee.notes)
     claimed = target
-    if inp.calibration == Calibration.CLASSIC and eps >= 1.0:
+    prof: Profile | None
+    if inp.calibration == Calibration.CLASSIC and eps >= 1.0 and _NOISE_ONLY.get():
+        claimed = 1.0
+        notes.append(NOT_EVALUATED)
+        acc = Accounting(gap, topup_isotropic=0.0)
+        prof = None
+    elif inp.calibration == Calibration.CLASSIC and eps >= 1.0:
         # the value (not only the decision) is claimed: no decision mode, every ordered pair evaluated
         prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
         if prof.delta_upper > target * (1 + SLACK):
@@ -102,7 +136,8 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
                 mech.kind = "gaussian"
             notes.append(tu.describe(target))
             _rescale_details(mech.details, tu.factor, tu.isotropic)
-    notes.append(f"accounting: {prof.describe()}")
+    if prof is not None:
+        notes.append(f"accounting: {prof.describe()}")
     notes.append(_gap_note(gap, mech.guarantee.theorem or "the papers' theorem"))
     assumptions = [GAUSSIAN_FIT if fitted else GAUSSIAN, MODEL_IS_TRUTH, EXACT_PROFILE]
     mech.guarantee = replace(mech.guarantee, delta=claimed, assumptions=tuple(assumptions), notes=tuple(notes))
@@ -208,4 +243,5 @@ def noiseless_profile(inp: Inputs) -> Profile:
     return proven_delta(g, inp.pairs, NoiseLaw.none(g.dim), inp.epsilon, rtol=1e-3)
 
 
-__all__ = ["EXACT_PROFILE", "GAUSSIAN_FIT", "account", "account_gaussian", "account_laplace", "noiseless_profile"]
+__all__ = ["EXACT_PROFILE", "GAUSSIAN_FIT", "NOT_EVALUATED", "account", "account_gaussian", "account_laplace",
+           "noise_only", "noiseless_profile"]

@@ -35,6 +35,8 @@ class Context:
     _gaussians: dict[tuple[str, float, float], Any] = field(default_factory=dict)
     _empiricals: dict[tuple[str, float, float], Any] = field(default_factory=dict)
     _attack_splits: list[Any] = field(default_factory=list)
+    #: calibrated mechanisms, see :func:`.measures.calibrate_row`: key -> (model, mechanism, warning lines)
+    _mechanisms: dict[tuple[Any, ...], tuple[Any, Any, tuple[str, ...]]] = field(default_factory=dict)
 
     def property_model(self, prop: str, part: str = "model") -> Any:
         """PropertyModel over the ``part`` ("model", "aux", "test") records of the main split."""
