@@ -57,6 +57,8 @@ _SEP = typer.Option(None, "--sep", help="CSV delimiter (one character; default '
 _ENCODING = typer.Option(None, "--encoding", help="CSV encoding: utf-8 (default), utf-16 or latin-1.")
 _TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret drawn from the auditor's model.")
 _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
+_INTERVAL = typer.Option(None, "--interval-level",
+                         help="1 − α of the interval published with each value (default 0.95; per statistic).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
@@ -86,6 +88,7 @@ class SpecOptions:
     sep: str | None
     encoding: str | None
     force: bool
+    interval_level: float | None = None
 
     def spec_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`distpriv.release.spec.build_spec` (all but the command's own)."""
@@ -94,7 +97,7 @@ class SpecOptions:
                 "mechanism": self.mechanism, "population": self.population, "config": self.config,
                 "model": self.model, "model_from_data": self.model_from_data or None, "n": self.n,
                 "samples": self.samples, "calibration": self.calibration, "missing": self.missing, "sep": self.sep,
-                "encoding": self.encoding}
+                "encoding": self.encoding, "interval_level": self.interval_level}
 
 
 #: (name, type, typer default) of every shared option, in --help order
@@ -105,6 +108,7 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("model_from_data", bool, _FROM_DATA), ("config", Path, _CONFIG), ("fmt", str, _FMT), ("out", Path, _OUT),
     ("n", int, _N), ("samples", int, _SAMPLES), ("calibration", str, _CAL), ("missing", str, _MISSING),
     ("sep", str, _SEP), ("encoding", str, _ENCODING), ("force", bool, _FORCE),
+    ("interval_level", float, _INTERVAL),
 )
 
 

@@ -12,7 +12,8 @@ from .spec import ReleaseSpec
 
 __all__ = ["protect"]
 
-_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding")
+_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "missing", "sep", "encoding",
+            "interval_level")
 
 
 def protect(
@@ -38,7 +39,8 @@ def protect(
     :mod:`distpriv.release.declared`) or ``model_from_data=True`` (outside the guarantee). ``stats``
     like ``["mean:age", "count:sex=Female"]``, ``pairs`` like ``[(0.45, 0.55)]``. Options: ``names``,
     ``n``, ``samples`` (default 1000), ``calibration``, ``seed`` (tests only: not private), ``previous``
-    (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``), ``sep``, ``encoding``.
+    (earlier ``--out`` folders), ``independent``, ``missing`` (``"error"``/``"drop"``), ``sep``, ``encoding``, ``interval_level`` (1 − α of the
+    per-statistic intervals, default 0.95).
     Returns a :class:`~distpriv.release.core.ReleaseResult`;
     ``.to_json()`` is what ``distpriv release --format json`` prints, and
     :func:`distpriv.release.output.write_release` writes the public files and the private ledger.

@@ -53,7 +53,7 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
-    "missing", "sep", "encoding",
+    "missing", "sep", "encoding", "interval_level",
 )
 
 #: The one-line error when no source of f_θ is given (or more than one).
@@ -135,6 +135,7 @@ class ReleaseSpec:
     missing: ``"error"`` (default: refuse missing values in a used column, naming it and the count) or
         ``"drop"`` (drop those rows; n is then the number of rows kept).
     sep, encoding: CSV delimiter (one character) and encoding (utf-8, utf-16, latin-1) of the input files.
+    interval_level: 1 − α of the per-statistic intervals (:mod:`distpriv.release.intervals`), default 0.95.
 
     ``data`` and ``population`` may be globs (``"logs/*.parquet"``): files are scanned lazily.
     """
@@ -160,6 +161,7 @@ class ReleaseSpec:
     missing: str = "error"
     sep: str | None = None
     encoding: str | None = None
+    interval_level: float = 0.95
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -198,6 +200,9 @@ class ReleaseSpec:
             raise InvalidParameterError("--n: not used with --model (the declared model fixes f_θ)")
         if self.missing not in ("error", "drop"):
             raise UnknownLabelError(f"--missing: expected 'error' or 'drop', got {self.missing!r}")
+        from .intervals import check_level
+
+        object.__setattr__(self, "interval_level", check_level(self.interval_level, "--interval-level"))
         if self.sep is not None and (not isinstance(self.sep, str) or len(self.sep) != 1):
             raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
@@ -334,6 +339,7 @@ def build_spec(
     missing: str | None = None,
     sep: str | None = None,
     encoding: str | None = None,
+    interval_level: float | None = None,
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -357,6 +363,7 @@ def build_spec(
         "missing": missing,
         "sep": sep,
         "encoding": encoding,
+        "interval_level": interval_level,
     }
     for k, v in cli.items():
         if v is not None:
