@@ -40,6 +40,7 @@ rounding's Mahalanobis norm) and lists the combinations uᵀF that carry no nois
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ __all__ = [
     "MarginalLaw",
     "check_level",
     "display",
+    "exact_combinations",
     "joint_region",
     "marginal_laws",
     "noise_cdf",
@@ -167,6 +169,12 @@ def _cdf(x: float, s: float, cs: Sequence[float], prec: int) -> Any:
 
 
 def noise_quantile(p: float, gaussian: float, laplace: Sequence[float]) -> float:
+    """Cached :func:`_noise_quantile` (a pure function of its arguments)."""
+    return _noise_quantile(float(p), float(gaussian), tuple(float(c) for c in laplace))
+
+
+@functools.lru_cache(maxsize=1024)
+def _noise_quantile(p: float, gaussian: float, laplace: tuple[float, ...]) -> float:
     """A certified upper bound (within ~10⁻¹² relative) of the p-quantile, p in [½, 1), of G + Σ c_j L_j.
 
     Closed form without Laplace (s·Φ⁻¹(p)) and with one Laplace and no Gaussian (−c·ln(2(1 − p))); otherwise

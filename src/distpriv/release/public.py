@@ -130,6 +130,11 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
     joint = _joint(result)
     if joint is not None:
         out["noise"]["joint_interval"] = joint
+    from .intervals import exact_combinations
+
+    combos = exact_combinations(result.noise)
+    if combos:  # directions without noise (DirM, EigM, DauM): published exactly up to the grid rounding
+        out["noise"]["exact_combinations"] = [[float(c) for c in u] for u in combos]
     return out
 
 

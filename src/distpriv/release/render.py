@@ -229,15 +229,48 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     return figs
 
 
+#: An interval half-width above this fraction of |published value| is warned about (:func:`noise_warnings`).
+INTERVAL_WARN_FRACTION = 1.0
+
+
 def noise_warnings(doc: dict[str, Any]) -> list[str]:
-    """One line per statistic whose noise standard deviation exceeds its spread under the model."""
+    """One line per statistic whose (1 − α) interval's half-width exceeds |published value| (issue 21, item 4).
+
+    Computed from the published value and interval only (never from the private statistic), so the warning is a
+    rendering of ``statistics[].value``/``interval``/``display``: it may differ between two releases exactly as
+    those do.
+    """
     out = []
     for st in doc["statistics"]:
-        ratio = st.get("noise_to_spread")
-        if ratio is not None and ratio > 1.0:
-            out.append(f"the noise on {st['name']!r} (std {st['noise_std']:.4g}) exceeds its spread under the model "
-                       f"({st['spread']:.4g}) by {ratio:.3g}×: its released value says little about it")
+        iv = st.get("interval")
+        if iv is None:
+            continue
+        half = (float(iv[1]) - float(iv[0])) / 2.0
+        value = abs(float(st["value"]))
+        if half > 0 and half > INTERVAL_WARN_FRACTION * value:
+            level = st.get("interval_level", 0.95)
+            out.append(f"the {level:.0%} interval of {st['name']!r} ({st.get('display', '')}) is wider than the "
+                       "released value itself: at this ε and δ the value cannot tell its sign or size apart from "
+                       "zero")
     return out
+
+
+def _exact_words(doc: dict[str, Any]) -> str:
+    """The combinations of the statistics published without noise (EigM/DauM/DirM), and why that is safe."""
+    combos = doc.get("noise", {}).get("exact_combinations") or []
+    if not combos:
+        return ""
+    names = [st["name"] for st in doc["statistics"]]
+    parts = []
+    for coef in combos:
+        terms = [f"{v:+.3g}·{md_escape(n)}" for v, n in zip(coef, names, strict=True) if abs(v) > 1e-9]
+        parts.append(" ".join(terms))
+    return (" **Exact combinations.** No noise is added along " + "; ".join(parts) + ": this combination is "
+            "published exactly (up to the grid rounding). That is safe under Ψ because the mechanism's privacy profile, "
+            "computed by the accounting core over all directions including this one, meets the guarantee under the "
+            "stated assumptions (under translation the mean differences between the θ of Ψ lie in the noisy "
+            "directions, so this combination has the same law for every θ; otherwise what it reveals is part of the "
+            "accounted profile).")
 
 
 def _pairs_words(pairs: list[list[float]]) -> str:
@@ -292,7 +325,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
     sections.append(Section("The guarantee in words", words))
     # ---- the values
     rows = [{"Statistic": md_escape(st["name"]), "Definition": md_code(st["spec"]),
-             "Released value": repr(st["value"]),
+             "Released value": st.get("display") or repr(st["value"]),
              "Noise std. dev.": st["noise_std"], "Spread under the model": st.get("spread"),
              "Noise / spread": st.get("noise_to_spread")} for st in doc["statistics"]]
     cols = ["Statistic", "Definition", "Released value", "Noise std. dev.", "Spread under the model", "Noise / spread"]
@@ -304,6 +337,11 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
                 "`release.json`) on which the noise was drawn exactly (see Noise). The noise of each statistic is "
                 "calibrated on the statistics divided by their spread under the model, so the units of one statistic "
                 "do not change the noise of another.")
+    if not exact and doc["statistics"] and doc["statistics"][0].get("interval") is not None:
+        note += (f" Each value is shown as value ± half-width of its {doc['statistics'][0]['interval_level']:.0%} "
+                 "interval for the statistic of the table as read (per statistic, not simultaneous; from the exact "
+                 "law of the noise and the grid rounding), to the digits that interval supports; the exact grid "
+                 "values and the intervals are in `release.json` (`value`, `interval`)." + _exact_words(doc))
     summary = (f"Released {len(rows)} statistic(s) with **{label}**.\n\n"
                + markdown_table(rows, cols, digits=4) + "\n" + note)
     sections.append(Section("Released statistics", summary))

@@ -1,0 +1,202 @@
+"""Per-statistic intervals of a release (issue 21, item 3): closed forms, an independent numerical CDF, coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import distpriv as dp
+from distpriv.errors import InvalidParameterError
+from distpriv.release.intervals import (
+    display,
+    joint_region,
+    marginal_laws,
+    noise_cdf,
+    noise_quantile,
+    statistic_intervals,
+)
+from distpriv.release.noise import plan_noise
+from distpriv.release.sampler import SeededBits
+from distpriv.release.selection import Candidate, Relaxation
+from distpriv.release.standardize import StandardizedPlan
+
+
+def gil_pelaez_cdf(x: float, s: float, cs: list[float]) -> float:
+    """P(N <= x) for N = G + Σ c_j L_j by Gil-Pelaez inversion of φ(t) = e^{−s²t²/2} Π 1/(1 + c_j² t²) (QAWF)."""
+    def phi_over_t(t: float) -> float:
+        if t == 0.0:
+            return 0.0
+        v = math.exp(-0.5 * s * s * t * t)
+        for c in cs:
+            v /= 1.0 + c * c * t * t
+        return v / t
+
+    if x == 0:
+        return 0.5
+    val, _ = integrate.quad(phi_over_t, 0.0, np.inf, weight="sin", wvar=abs(x), limlst=200)
+    half = val / math.pi
+    return 0.5 + half if x > 0 else 0.5 - half
+
+
+def gil_pelaez_quantile(p: float, s: float, cs: list[float]) -> float:
+    from scipy.optimize import brentq
+
+    hi = 10 * math.sqrt(s * s + 2 * sum(c * c for c in cs))
+    return brentq(lambda x: gil_pelaez_cdf(x, s, cs) - p, 0.0, hi, xtol=1e-12)
+
+
+# --------------------------------------------------------------------------- closed forms
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_gaussian_and_laplace_quantiles_match_closed_forms(level: float) -> None:
+    p = 1 - (1 - level) / 2
+    assert noise_quantile(p, 2.5, []) == pytest.approx(2.5 * stats.norm.ppf(p), rel=1e-12)
+    assert noise_quantile(p, 0.0, [0.7]) == pytest.approx(stats.laplace.ppf(p, scale=0.7), rel=1e-12)
+    # an upper bound, never below the exact quantile
+    assert noise_quantile(p, 2.5, []) >= 2.5 * stats.norm.ppf(p)
+    assert noise_quantile(p, 0.0, [0.7]) >= stats.laplace.ppf(p, scale=0.7)
+
+
+def test_normal_laplace_cdf_against_direct_integration() -> None:
+    s, c = 0.7, 1.3
+    for x in (-3.0, -0.4, 0.0, 1.1, 4.0):
+        direct, _ = integrate.quad(lambda u, x=x: stats.norm.cdf((x - u) / s) * stats.laplace.pdf(u, scale=c),
+                                   -80, 80, points=[0.0, x], limit=400)
+        assert noise_cdf(x, s, [c]) == pytest.approx(direct, abs=1e-10)
+
+
+@pytest.mark.parametrize(("s", "cs"), [(0.0, [1.0, 0.4]), (0.5, [1.0, 0.3]), (1.2, [0.2, 0.9, 2.0]), (0.0, [1.5, 1.4, 0.1])])
+def test_linear_combination_cdf_against_gil_pelaez(s: float, cs: list[float]) -> None:
+    for x in (-2.5, -0.3, 0.8, 3.7):
+        assert noise_cdf(x, s, cs) == pytest.approx(gil_pelaez_cdf(x, s, cs), abs=2e-8)
+    q = noise_quantile(0.975, s, cs)
+    ref = gil_pelaez_quantile(0.975, s, cs)
+    assert ref <= q * (1 + 1e-9)
+    assert q == pytest.approx(ref, rel=1e-7)
+
+
+def test_equal_scales_are_separated_conservatively() -> None:
+    """Two equal Laplace scales: the quantile is an upper bound within the 0.1% separation."""
+    q = noise_quantile(0.975, 0.3, [1.0, 1.0])
+    ref = gil_pelaez_quantile(0.975, 0.3, [1.0, 1.0])
+    assert ref <= q <= ref * 1.001
+    with pytest.raises(InvalidParameterError, match="laplace"):
+        noise_cdf(0.0, 0.3, [1.0, 1.0])
+
+
+def test_display_digits() -> None:
+    assert display(14.2022705078125, 0.098) == "14.202 ± 0.098"
+    assert display(377.3125, 40.2) == "377 ± 41"
+    assert display(28.68, 0.61) == "28.68 ± 0.61"
+    assert display(0.32134, 0.000123) == "0.32134 ± 0.00013"
+    assert display(1234.5, 995.0) == "1200 ± 1000"  # 995 rounds up to 1000: two digits, the hundreds
+    assert display(-2.0, 0.0) == "-2"
+    assert display(5.0, 3.0) == "5.0 ± 3.0"
+
+
+# --------------------------------------------------------------------------- plans of every noise family
+def _model() -> dp.GaussianModel:
+    mu = {0.2: np.array([1.0, 2.0, 0.5]), 0.3: np.array([1.4, 1.7, 0.9])}
+    cov = np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 0.5]]) * 0.01
+    return dp.GaussianModel(means=mu, covariances={0.2: cov, 0.3: cov})
+
+
+def _candidate(name: str, extra: float = 0.0) -> Candidate:
+    mech = dp.calibrate(name, _model(), [(0.2, 0.3)], epsilon=1.0, delta=1e-3)
+    rel = Relaxation(lam=0.1, w=0.01) if extra else None
+    return Candidate(name, name, True, "test", 3, mech, extra, None, mech.guarantee, 1.0, rel)
+
+
+FAMILIES = {
+    "gaussian": lambda: plan_noise(_candidate("expm-gauss")),
+    "laplace": lambda: plan_noise(_candidate("expm-laplace")),
+    "rotated-gaussian": lambda: plan_noise(_candidate("eigm")),
+    "rotated-laplace": lambda: plan_noise(_candidate("dirm-laplace")),
+    "gaussian+laplace": lambda: plan_noise(_candidate("eigm", extra=0.05)),
+    "standardized": lambda: StandardizedPlan(plan_noise(_candidate("dirm-laplace", extra=0.02)), [3.0, 1000.0, 0.01]),
+}
+
+
+def test_families_are_what_they_say() -> None:
+    fams = {k: {law.family for law in marginal_laws(f())} for k, f in FAMILIES.items()}
+    assert fams["gaussian"] == {"gaussian"}
+    assert fams["laplace"] == {"laplace"}
+    assert fams["rotated-gaussian"] == {"gaussian"}
+    assert fams["rotated-laplace"] == {"laplace"}
+    assert fams["gaussian+laplace"] == {"gaussian+laplace"}
+    assert FAMILIES["rotated-laplace"]().rotated
+
+
+def test_rotated_marginal_quantile_against_independent_computation() -> None:
+    """DirM (L) + Thm 5.7 noise: marginal = Σ_j V_ij b_j L_j + b′L′; quantile from Gil-Pelaez on the raw plan."""
+    plan = plan_noise(_candidate("dirm-laplace", extra=0.03))
+    v, scales = np.asarray(plan.basis), np.asarray(plan.scales)
+    ivs = statistic_intervals(np.zeros(3), plan, 0.95)
+    for i in range(3):
+        cs = [abs(v[i, j]) * scales[j] for j in range(3) if plan.laws[j] == "laplace" and abs(v[i, j]) * scales[j] > 0]
+        cs.append(plan.extra_laplace_scale)
+        ref = gil_pelaez_quantile(0.975, 0.0, cs)
+        assert ivs[i].quantile == pytest.approx(ref, rel=1e-6)
+        assert ivs[i].half_width >= ref
+
+
+def _coverage(plan, level: float, n: int, seed: int) -> tuple[np.ndarray, float | None]:
+    x = np.array([1.234567, -2.5, 0.0071])
+    src = SeededBits(seed)
+    hits = np.zeros(3)
+    joint_hits = 0
+    joint = joint_region(x, plan, level) is not None
+    cov = np.asarray(plan.noise_covariance)
+    for _ in range(n):
+        o = plan.apply(x, src)
+        for k, iv in enumerate(statistic_intervals(o, plan, level)):
+            hits[k] += iv.lo <= x[k] <= iv.hi
+        if joint:
+            reg = joint_region(o, plan, level)
+            assert reg is not None
+            d = o - x
+            joint_hits += float(d @ np.linalg.pinv(cov) @ d) <= reg["radius"] ** 2
+    return hits / n, (joint_hits / n if joint else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_interval_coverage_per_noise_family(family: str) -> None:
+    """2,000 seeded releases: coverage of every statistic within 3.5 binomial standard errors of 0.9."""
+    level, n = 0.9, 2000
+    plan = FAMILIES[family]()
+    cov, joint = _coverage(plan, level, n, seed=21)
+    tol = 3.5 * math.sqrt(level * (1 - level) / n)
+    assert np.all(np.abs(cov - level) <= tol), (family, cov)
+    if joint is not None:
+        assert abs(joint - level) <= tol, (family, joint)
+
+
+def test_interval_coverage_smoke() -> None:
+    """Fast check (400 releases, rotated Laplace): coverage within 3.5 binomial standard errors."""
+    level, n = 0.8, 400
+    cov, _ = _coverage(FAMILIES["rotated-laplace"](), level, n, seed=5)
+    assert np.all(np.abs(cov - level) <= 3.5 * math.sqrt(level * (1 - level) / n)), cov
+
+
+def test_noiseless_interval_is_the_value() -> None:
+    model = _model()
+    far = dp.GaussianModel(means={0.2: np.zeros(3), 0.3: np.full(3, 1e-6)},
+                           covariances={0.2: np.eye(3), 0.3: np.eye(3)})
+    del model
+    from distpriv.release.selection import check_noiseless
+
+    chk = check_noiseless(far, [(0.2, 0.3)], epsilon=1.0, delta=1e-3)
+    assert chk.ok
+    cand = Candidate("none", "None", True, "test", 3, None, 0.0, None, chk.guarantee, 0.0)
+    plan = plan_noise(cand)
+    ivs = statistic_intervals([1.0, 2.0, 3.0], plan, 0.95)
+    assert [iv.to_list() for iv in ivs] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+
+
+def test_level_is_validated() -> None:
+    plan = FAMILIES["gaussian"]()
+    with pytest.raises(InvalidParameterError, match="interval_level"):
+        statistic_intervals([0.0, 0.0, 0.0], plan, 1.5)
