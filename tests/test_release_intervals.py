@@ -201,3 +201,71 @@ def test_level_is_validated() -> None:
     plan = FAMILIES["gaussian"]()
     with pytest.raises(InvalidParameterError, match="interval_level"):
         statistic_intervals([0.0, 0.0, 0.0], plan, 1.5)
+
+
+# --------------------------------------------------------------------------- in a release
+MODEL_TOML = """statistics = ["mean:age", "count:sex=Female"]
+[theta."0.45"]
+mean = [42.25, 147.0]
+covariance = [[0.26, 0.1], [0.1, 90.0]]
+[theta."0.55"]
+mean = [42.75, 153.0]
+covariance = [[0.26, 0.1], [0.1, 90.0]]
+"""
+
+
+@pytest.fixture(scope="module")
+def declared_release(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    import pandas as pd
+
+    from distpriv.release import protect
+
+    d = tmp_path_factory.mktemp("intervals")
+    (d / "model.toml").write_text(MODEL_TOML)
+    g = np.random.default_rng(0)
+    flag = np.arange(400) < 180
+    data = pd.DataFrame({"income": np.where(flag, ">50K", "<=50K"), "age": np.round(g.normal(40, 10, 400)),
+                         "sex": np.where(g.random(400) < 0.35, "Female", "Male")})
+    res = protect(data, stats=["mean:age", "count:sex=Female"], protect="income=>50K", pairs=[(0.45, 0.55)],
+                  epsilon=1.0, delta=1e-3, model=d / "model.toml", seed=3, interval_level=0.9)
+    return d, data, res
+
+
+def test_release_publishes_intervals_and_display(declared_release) -> None:  # noqa: ANN001
+    _, _, res = declared_release
+    doc = res.to_json()
+    ivs = statistic_intervals(res.values, res.noise, 0.9)
+    for st, iv, v in zip(doc["statistics"], ivs, res.values, strict=True):
+        assert st["value"] == float(v)  # the exact grid value
+        assert st["interval"] == iv.to_list() and st["interval_level"] == 0.9
+        assert iv.lo < v < iv.hi and (iv.hi - iv.lo) / 2 == pytest.approx(iv.half_width, rel=1e-12)
+        assert st["display"] == display(float(v), iv.half_width)
+    assert [iv.to_list() for iv in res.intervals] == [st["interval"] for st in doc["statistics"]]
+    assert res.display == [st["display"] for st in doc["statistics"]]
+    # the half-width is the closed-form quantile of each statistic's noise (plus the rounding) when 1-D
+    for iv, law in zip(ivs, marginal_laws(res.noise), strict=True):
+        if law.family == "gaussian":
+            assert iv.quantile == pytest.approx(law.gaussian * stats.norm.ppf(0.95), rel=1e-9)
+        elif law.family == "laplace" and len(law.laplace) == 1:
+            assert iv.quantile == pytest.approx(stats.laplace.ppf(0.95, scale=law.laplace[0]), rel=1e-9)
+
+
+def test_interval_level_is_validated_in_the_spec(declared_release) -> None:  # noqa: ANN001
+    from distpriv.release import protect
+
+    d, data, _ = declared_release
+    with pytest.raises(InvalidParameterError, match="--interval-level"):
+        protect(data, stats=["mean:age", "count:sex=Female"], protect="income=>50K", pairs=[(0.45, 0.55)],
+                epsilon=1.0, delta=1e-3, model=d / "model.toml", seed=3, interval_level=1.0)
+
+
+def test_interval_warning_uses_published_values_only() -> None:
+    from distpriv.release.render import interval_warnings, noise_warnings
+
+    doc = {"statistics": [
+        {"name": "a", "value": 0.01, "interval": [-0.04, 0.06], "interval_level": 0.95, "display": "0.01 ± 0.05"},
+        {"name": "b", "value": 10.0, "interval": [9.0, 11.0], "interval_level": 0.95, "display": "10.0 ± 1.0"},
+    ]}
+    warns = interval_warnings(doc)
+    assert len(warns) == 1 and "'a'" in warns[0] and "0.01 ± 0.05" in warns[0] and "95%" in warns[0]
+    assert noise_warnings(doc) == []  # nothing value-dependent on public stderr

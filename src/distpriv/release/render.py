@@ -229,11 +229,24 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     return figs
 
 
-#: An interval half-width above this fraction of |published value| is warned about (:func:`noise_warnings`).
+#: An interval half-width above this fraction of |published value| is warned about (:func:`interval_warnings`).
 INTERVAL_WARN_FRACTION = 1.0
 
 
 def noise_warnings(doc: dict[str, Any]) -> list[str]:
+    """Warnings about the noise that depend on public inputs only (printed on public stderr by the CLI).
+
+    None remain: the former "noise exceeds the spread of F under the model" warning fired on every real release
+    (the spread of F across datasets is not a utility scale; issue 21). The useful warning compares the interval
+    with the published value (:func:`interval_warnings`); it depends on the published value, so it is shown in the
+    report beside the values (a rendering of them, MAY_DIFFER) and not on stderr, where every line must be the
+    same for two datasets that differ only in the secret.
+    """
+    del doc
+    return []
+
+
+def interval_warnings(doc: dict[str, Any]) -> list[str]:
     """One line per statistic whose (1 − α) interval's half-width exceeds |published value| (issue 21, item 4).
 
     Computed from the published value and interval only (never from the private statistic), so the warning is a
@@ -316,7 +329,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
                   "true statistics of the table.\n\n")
     words += "**The guarantee holds under these assumptions:**\n\n" + "\n".join(
         f"- {md_escape(a)}" for a in g["assumptions"])
-    warns = [*doc["warnings"], *noise_warnings(doc)]
+    warns = [*doc["warnings"], *noise_warnings(doc), *interval_warnings(doc)]
     if warns:
         body = "\n\n".join(f"**Warning:** {md_escape(w)}." for w in warns)
         if doc["data_dependent"]:
