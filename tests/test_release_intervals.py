@@ -269,3 +269,26 @@ def test_interval_warning_uses_published_values_only() -> None:
     warns = interval_warnings(doc)
     assert len(warns) == 1 and "'a'" in warns[0] and "0.01 ± 0.05" in warns[0] and "95%" in warns[0]
     assert noise_warnings(doc) == []  # nothing value-dependent on public stderr
+
+
+def test_value_renderings_cover_what_differs_in_the_report() -> None:
+    """Two payloads that differ only in values/intervals/displays give the same report once the renderings go."""
+    from distpriv.release.render import value_renderings
+
+    def doc(v: float, lo: float, hi: float, disp: str) -> dict:
+        return {"statistics": [{"name": "a", "value": v, "interval": [lo, hi], "interval_level": 0.95,
+                                "display": disp}]}
+
+    a, b = doc(0.01, -0.04, 0.06, "0.01 ± 0.05"), doc(10.0, 9.95, 10.05, "10.00 ± 0.05")
+    ra, rb = value_renderings(a), value_renderings(b)
+    assert len(ra) == 2 and len(rb) == 1  # a warns (half-width > |value|), b does not
+
+    def text(d: dict, r: list[str]) -> str:
+        from distpriv.release.render import _interval_warning_lines
+
+        t = "| a | " + d["statistics"][0]["display"] + " |\nnote" + "".join(_interval_warning_lines(d)) + "\n## next"
+        for s in r:
+            t = t.replace(s, "")
+        return t
+
+    assert text(a, ra) == text(b, rb) == "| a |  |\nnote\n## next"

@@ -268,6 +268,22 @@ def interval_warnings(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _interval_warning_lines(doc: dict[str, Any]) -> list[str]:
+    """The report's interval warnings, each with its leading separator (see :func:`value_renderings`)."""
+    return [f"\n\n**Warning:** {md_escape(w)}." for w in interval_warnings(doc)]
+
+
+def value_renderings(doc: dict[str, Any]) -> list[str]:
+    """Every substring of the Markdown report computed from the published values (MAY_DIFFER renderings).
+
+    The displays (``value ± half-width``) and the interval warnings (with their leading blank line, so that
+    removing them leaves the same text whether or not a warning fired), longest first: a side-channel diff
+    removes these, then the values' ``repr``, and compares the rest.
+    """
+    out = {*_interval_warning_lines(doc), *(s["display"] for s in doc["statistics"] if s.get("display"))}
+    return sorted(out, key=len, reverse=True)
+
+
 def _exact_words(doc: dict[str, Any]) -> str:
     """The combinations of the statistics published without noise (EigM/DauM/DirM), and why that is safe."""
     combos = doc.get("noise", {}).get("exact_combinations") or []
@@ -329,7 +345,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
                   "true statistics of the table.\n\n")
     words += "**The guarantee holds under these assumptions:**\n\n" + "\n".join(
         f"- {md_escape(a)}" for a in g["assumptions"])
-    warns = [*doc["warnings"], *noise_warnings(doc), *interval_warnings(doc)]
+    warns = [*doc["warnings"], *noise_warnings(doc)]
     if warns:
         body = "\n\n".join(f"**Warning:** {md_escape(w)}." for w in warns)
         if doc["data_dependent"]:
@@ -356,7 +372,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
                  "law of the noise and the grid rounding), to the digits that interval supports; the exact grid "
                  "values and the intervals are in `release.json` (`value`, `interval`)." + _exact_words(doc))
     summary = (f"Released {len(rows)} statistic(s) with **{label}**.\n\n"
-               + markdown_table(rows, cols, digits=4) + "\n" + note)
+               + markdown_table(rows, cols, digits=4) + "\n" + note + "".join(_interval_warning_lines(doc)))
     sections.append(Section("Released statistics", summary))
     guar = (f"({g['epsilon']:.4g}, {g['delta']:.3g})-{md_escape(g['framework'])} for Ψ = "
             f"{md_escape(str([tuple(p) for p in spec['pairs']]))} (target ({spec['epsilon']:g}, {spec['delta']:g})), "
