@@ -292,3 +292,12 @@ def test_value_renderings_cover_what_differs_in_the_report() -> None:
         return t
 
     assert text(a, ra) == text(b, rb) == "| a |  |\nnote\n## next"
+
+
+def test_joint_ellipsoid_radius_is_the_chi2_quantile_plus_rounding() -> None:
+    plan = FAMILIES["rotated-gaussian"]()
+    reg = joint_region(np.zeros(3), plan, 0.95)
+    assert reg is not None and reg["rank"] == 3
+    ref = math.sqrt(stats.chi2.ppf(0.95, 3))
+    assert ref < reg["radius"] <= ref + 3 / 1024  # ρ <= ||R||₂/σ_min <= √3·(√3 + 1)/2 · g/σ_min, g <= σ_min/1024
+    assert joint_region(np.zeros(3), FAMILIES["laplace"](), 0.95) is None  # Laplace noise: no ellipsoid

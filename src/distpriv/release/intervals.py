@@ -344,7 +344,7 @@ def joint_region(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> 
     rounding's largest Mahalanobis norm; every unit vector u of Σ's null space (published combination without
     noise) satisfies |uᵀ(o − x)| <= Σ_k |u_k| r_k.
     """
-    from scipy import stats
+    from scipy import special
 
     lvl = check_level(level)
     p, _ = _plan_parts(plan)
@@ -361,7 +361,7 @@ def joint_region(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> 
     r = np.array([law.rounding for law in laws])
     rank = int(keep.sum())
     rho = float(np.linalg.norm(r)) / math.sqrt(float(w[keep].min())) if rank else 0.0
-    radius = math.sqrt(float(stats.chi2.ppf(lvl, rank))) + rho if rank else 0.0
+    radius = math.sqrt(float(special.chdtri(rank, 1.0 - lvl))) + rho if rank else 0.0  # χ²_r quantile at lvl
     exact = [{"coefficients": [float(c) for c in vecs[:, k]],
               "tolerance": float(np.abs(vecs[:, k]) @ r)} for k in np.flatnonzero(~keep)]
     return {"level": lvl, "center": [float(v) for v in o], "covariance": cov.tolist(), "rank": rank,
