@@ -301,3 +301,15 @@ def test_joint_ellipsoid_radius_is_the_chi2_quantile_plus_rounding() -> None:
     ref = math.sqrt(stats.chi2.ppf(0.95, 3))
     assert ref < reg["radius"] <= ref + 3 / 1024  # ρ <= ||R||₂/σ_min <= √3·(√3 + 1)/2 · g/σ_min, g <= σ_min/1024
     assert joint_region(np.zeros(3), FAMILIES["laplace"](), 0.95) is None  # Laplace noise: no ellipsoid
+
+
+def test_exact_combinations_are_the_directions_without_noise() -> None:
+    from distpriv.release.intervals import exact_combinations
+
+    plan = FAMILIES["rotated-laplace"]()  # DirM (L): Laplace along one direction, none elsewhere
+    combos = exact_combinations(plan)
+    noisy = np.asarray(plan.basis)[:, [j for j, law in enumerate(plan.laws) if law == "laplace"]]
+    assert len(combos) == 3 - noisy.shape[1]
+    for u in combos:
+        assert np.linalg.norm(u) == pytest.approx(1.0) and np.abs(noisy.T @ u).max() < 1e-9
+    assert exact_combinations(FAMILIES["laplace"]()) == []
