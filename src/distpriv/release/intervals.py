@@ -73,8 +73,9 @@ DEFAULT_LEVEL = 0.95
 SEPARATION = 1e-3
 #: Relative floating-point slack added to every rounding bound.
 FLOAT_SLACK = 2.0**-40
-#: Null directions of the noise: eigenvalues below this fraction of the largest (std ratio 1e-9).
-_NULL = 1e-18
+#: Null directions of the noise covariance: eigenvalues below this fraction of the largest (std ratio 1e-6;
+#: eigh's rounding of a zero eigenvalue is ~1e-16 of the largest).
+_NULL = 1e-12
 
 
 def check_level(level: Any, name: str = "interval_level") -> float:
@@ -362,8 +363,8 @@ def joint_region(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> 
     rank = int(keep.sum())
     rho = float(np.linalg.norm(r)) / math.sqrt(float(w[keep].min())) if rank else 0.0
     radius = math.sqrt(float(special.chdtri(rank, 1.0 - lvl))) + rho if rank else 0.0  # χ²_r quantile at lvl
-    exact = [{"coefficients": [float(c) for c in vecs[:, k]],
-              "tolerance": float(np.abs(vecs[:, k]) @ r)} for k in np.flatnonzero(~keep)]
+    exact = [{"coefficients": [float(c) for c in u], "tolerance": float(np.abs(u) @ r)}
+             for u in exact_combinations(plan)]
     return {"level": lvl, "center": [float(v) for v in o], "covariance": cov.tolist(), "rank": rank,
             "radius": radius, "exact_combinations": exact,
             "definition": "{x : (o − x)ᵀ Σ⁺ (o − x) <= radius²} on the range of Σ; each exact combination u: "
@@ -371,11 +372,21 @@ def joint_region(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> 
 
 
 def exact_combinations(plan: Any) -> list[NDArray[np.float64]]:
-    """Unit vectors u (published units) along which the plan adds no noise (u·F published up to rounding)."""
-    p, _ = _plan_parts(plan)
-    if p.grid is None:
+    """Unit vectors u (published units) along which the plan adds no noise (u·F published up to rounding).
+
+    The plan's basis coordinates without noise (law ``none``, or a scale below 10⁻⁹ of the largest), when no
+    Theorem 5.7 stage adds noise to every statistic; a coordinate v of the standardised plan is the combination
+    vᵀD⁻¹F of the published statistics, normalised.
+    """
+    p, d = _plan_parts(plan)
+    if p.grid is None or float(p.extra_laplace_scale) > 0:
         return []
-    cov = np.asarray(plan.noise_covariance, dtype=float)
-    w, vecs = np.linalg.eigh(cov)
-    top = float(w.max(initial=0.0))
-    return [vecs[:, k] for k in np.flatnonzero(w <= _NULL * top)]
+    scales = np.asarray(p.scales, dtype=float)
+    top = float(scales.max(initial=0.0))
+    v = np.asarray(p.basis, dtype=float)
+    out = []
+    for j, (law, sc) in enumerate(zip(p.laws, scales, strict=True)):
+        if law == "none" or not sc > 1e-9 * top:
+            u = v[:, j] if d is None else v[:, j] / d
+            out.append(u / np.linalg.norm(u))
+    return out
