@@ -284,6 +284,16 @@ def value_renderings(doc: dict[str, Any]) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
+def _joint_words(doc: dict[str, Any]) -> str:
+    """The joint Gaussian ellipsoid in words (public: its radius and shape do not depend on the values)."""
+    joint = doc.get("noise", {}).get("joint_interval")
+    if not joint:
+        return ""
+    return (f" **Jointly** (the noise is Gaussian), the statistics lie with probability {joint['level']:.0%} in the "
+            f"ellipsoid {{x : (o − x)ᵀ Σ⁺ (o − x) <= {joint['radius']:.4g}²}} around the released values o, Σ the "
+            f"noise covariance (rank {joint['rank']}; `noise.joint_interval` in `release.json`).")
+
+
 def _exact_words(doc: dict[str, Any]) -> str:
     """The combinations of the statistics published without noise (EigM/DauM/DirM), and why that is safe."""
     combos = doc.get("noise", {}).get("exact_combinations") or []
@@ -370,7 +380,8 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
         note += (f" Each value is shown as value ± half-width of its {doc['statistics'][0]['interval_level']:.0%} "
                  "interval for the statistic of the table as read (per statistic, not simultaneous; from the exact "
                  "law of the noise and the grid rounding), to the digits that interval supports; the exact grid "
-                 "values and the intervals are in `release.json` (`value`, `interval`)." + _exact_words(doc))
+                 "values and the intervals are in `release.json` (`value`, `interval`)." + _joint_words(doc)
+                 + _exact_words(doc))
     summary = (f"Released {len(rows)} statistic(s) with **{label}**.\n\n"
                + markdown_table(rows, cols, digits=4) + "\n" + note + "".join(_interval_warning_lines(doc)))
     sections.append(Section("Released statistics", summary))
