@@ -121,3 +121,16 @@ def test_stability_benchmark_smallest_case() -> None:
         pytest.skip("palmerpenguins is not installed (pip install palmerpenguins)")
     res = bench.sweep("penguins", 2, [200, 1000], log=lambda _s: None)
     assert np.all(res["ratio"] <= 1.5), res["ratio"]
+
+
+def test_a_private_noiseless_release_is_certified_first() -> None:
+    """Issue 26: when the release without noise is private (error 0), no other candidate is calibrated."""
+    from distpriv.release.selection import select_mechanism
+
+    g = np.random.default_rng(0)
+    a = g.normal([0.0, 0.0], [1.0, 2.0], size=(400, 2))
+    b = g.normal([1e-3, 0.0], [1.0, 2.0], size=(400, 2))  # θ moves F by 0.001 standard deviations
+    sel = select_mechanism(dp.EmpiricalModel({0.2: a, 0.3: b}), [(0.2, 0.3)], epsilon=1.0, delta=1e-3)
+    assert sel.chosen.name == "none" and sel.chosen.kept and sel.chosen.expected_l2_error == 0.0
+    others = [c for c in sel.candidates if c.name != "none"]
+    assert others and all(not c.kept and c.reason.startswith("not evaluated") for c in others)

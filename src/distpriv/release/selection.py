@@ -618,6 +618,16 @@ def select_mechanism(
                                "pass diagnostics= for a declared GaussianModel")
     names = CANDIDATES if mechanism == "auto" else (mechanism,)
     lazy = ("wasserstein",) if mechanism == "auto" and not diag.wasserstein_computed else ()
+    if mechanism == "auto" and "none" in names and not (
+            "none" in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM):
+        # certified winner first (issue 26): a private release without noise has error 0, which no mechanism beats
+        first = evaluate_candidate("none", model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
+                                   sensitivities=sensitivities, n=n)
+        if first.kept:
+            rest = [Candidate(nm, _LABELS[nm], False, "not evaluated: the release without noise (Thm 5.4) is private "
+                              "and no mechanism has a smaller expected error than 0", model.dim)
+                    for nm in names if nm != "none"]
+            return Selection(first, [first, *rest], diag)
     done = {
         nm: Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at "
                       f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with "
