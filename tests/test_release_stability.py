@@ -92,7 +92,7 @@ def test_null_exceedance_is_rare_as_documented() -> None:
 def test_translation_rejected_uses_the_gaussian_fit_not_theorem_5_7() -> None:
     """Unequal spreads (KS rejects translation at N = 5,000) but Gaussian: DirM (L) is calibrated on the exact
     profile of the Gaussian fit, without a Theorem 5.7 correction."""
-    model = _gauss_model(5000, 3, scale_b=1.6)
+    model = _gauss_model(5000, 3, scale_b=3.0)
     pairs = [(0.2, 0.3)]
     diag = diagnose_assumptions(model, pairs, epsilon=1.0, delta=1e-3)
     assert not diag.holds("translation") and diag.holds("gaussian")
