@@ -71,6 +71,8 @@ _POP_ENCODING = typer.Option(None, "--population-encoding", metavar="NAME",
                              help="CSV encoding of the population when it differs from --encoding.")
 _TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret drawn from the auditor's model.")
 _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
+_INTERVAL = typer.Option(None, "--interval-level",
+                         help="1 − α of the interval published with each value (default 0.95; per statistic).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
@@ -105,6 +107,7 @@ class SpecOptions:
     thousands: str | None = None
     population_sep: str | None = None
     population_encoding: str | None = None
+    interval_level: float | None = None
 
     def spec_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`distpriv.release.spec.build_spec` (all but the command's own)."""
@@ -115,7 +118,7 @@ class SpecOptions:
                 "samples": self.samples, "calibration": self.calibration, "missing": self.missing, "sep": self.sep,
                 "encoding": self.encoding, "na_values": self.na_values, "decimal": self.decimal,
                 "thousands": self.thousands, "population_sep": self.population_sep,
-                "population_encoding": self.population_encoding}
+                "population_encoding": self.population_encoding, "interval_level": self.interval_level}
 
 
 #: (name, type, typer default) of every shared option, in --help order
@@ -128,6 +131,7 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("sep", str, _SEP), ("encoding", str, _ENCODING), ("force", bool, _FORCE),
     ("na_values", str, _NA), ("decimal", str, _DECIMAL), ("thousands", str, _THOUSANDS),
     ("population_sep", str, _POP_SEP), ("population_encoding", str, _POP_ENCODING),
+    ("interval_level", float, _INTERVAL),
 )
 
 

@@ -32,6 +32,7 @@ from .diagnose import (
     half_budget_eta,
     pooled_covariance,
     research_eta,
+    wasserstein_gap,
 )
 from .gaps import (
     approx_max_divergence_gap,
@@ -62,6 +63,7 @@ __all__ = [
     "equal_covariance_gap",
     "divergence_gaps",
     "estimate_gaps",
+    "wasserstein_gap",
     "gaussian_w_infinity_gap",
     "half_budget_eta",
     "histogram_bins",

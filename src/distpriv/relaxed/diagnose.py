@@ -47,7 +47,8 @@ from .gaps import (
 )
 from .theorems import PrivacyLoss, split_budget_theorem_5_7, theorem_5_6, theorem_5_7
 
-__all__ = ["Gaps", "diagnose", "divergence_gaps", "estimate_gaps", "half_budget_eta", "pooled_covariance", "research_eta"]
+__all__ = ["Gaps", "diagnose", "divergence_gaps", "estimate_gaps", "half_budget_eta", "pooled_covariance", "research_eta",
+           "wasserstein_gap"]
 
 
 # --------------------------------------------------------------------------- η and Σ̄
@@ -108,6 +109,7 @@ def estimate_gaps(
     min_bins: int = 2,
     max_samples: int | None = 2000,
     rng: RngLike = 0,
+    wasserstein: bool = True,
 ) -> Gaps:
     """The Theorem 5.6/5.7 gaps of ``model`` for Ψ = ``pairs`` at an explicit η.
 
@@ -123,6 +125,8 @@ def estimate_gaps(
 
     W∞ estimates use at most ``max_samples`` samples per θ (a seeded subsample beyond); one generator
     (``rng``) is drawn from in the order above. All values are sample estimates, not certificates.
+    ``wasserstein=False`` skips Δ_W (NaN; a bottleneck matching on all samples, the slowest part at
+    thousands of samples) for a caller that computes it only when needed (:func:`wasserstein_gap`).
     """
     if not isinstance(model, EmpiricalModel):
         raise InvalidTypeError(f"model: expected an EmpiricalModel, got {type(model).__name__}")
@@ -138,13 +142,19 @@ def estimate_gaps(
         [translation_gap(model.samples(lab), model.samples(ref), max_samples=max_samples, rng=g) for lab in labs[1:]]
         or [0.0]
     )
-    ww = max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in ps)
+    ww = wasserstein_gap(model, ps) if wasserstein else math.nan
     pooled = pooled_covariance(model, labs)
     gw = {lab: float(gaussian_w_infinity_gap(model.samples(lab), model.mean(lab), pooled, max_samples=max_samples,
                                              rng=g))
           for lab in labs}
     div = divergence_gaps(model, labs, pooled, eta=e, bins=bins, min_bins=mb)
     return Gaps(e, ref, pooled, float(tw), float(ww), gw, div)
+
+
+def wasserstein_gap(model: EmpiricalModel, pairs: Iterable[Sequence[Hashable]]) -> float:
+    """Δ_W = max over Ψ of W∞(f_θi, f_θj) (L1) on all samples (Thm 4.1's sensitivity; bottleneck matching)."""
+    ps = normalize_pairs(pairs, model.labels)
+    return max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in ps)
 
 
 def divergence_gaps(

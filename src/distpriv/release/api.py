@@ -13,7 +13,8 @@ from .spec import ReleaseSpec
 __all__ = ["protect"]
 
 _OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
-            "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding")
+            "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding",
+            "interval_level")
 
 
 def protect(
@@ -63,7 +64,8 @@ def protect(
         ``previous`` (earlier ``--out`` folders), ``independent``, ``id`` (a column identifying records,
         compared with earlier releases' ledgers), ``missing`` (``"error"``/``"drop"``),
         ``sep``, ``encoding``, ``na_values``, ``decimal``, ``thousands``, ``population_sep``,
-        ``population_encoding`` (CSV options, as on the command line).
+        ``population_encoding`` (CSV options, as on the command line), ``interval_level`` (1 − α of the
+        per-statistic intervals, default 0.95).
 
     Returns
     -------

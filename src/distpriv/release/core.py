@@ -135,6 +135,7 @@ class ReleaseResult:
     #: ``missing="drop"``, clamped rows, ...): never in a public file; the CLI prints each on stderr as a line
     #: starting with :data:`~distpriv.release.public.CURATOR_PREFIX`, which the audit's side-channel diff skips
     curator_notes: list[str] = field(default_factory=list)
+    _intervals: list[Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # how the rows compared with each earlier release (issue 27): private, for the curator alone
@@ -148,6 +149,22 @@ class ReleaseResult:
     def guarantee(self) -> Guarantee:
         """The guarantee of what was published (the chosen candidate's, with the float-safe sampling terms)."""
         return self.noise.guarantee
+
+    @property
+    def intervals(self) -> list[Any]:
+        """Per-statistic (1 − α) intervals for F(D) (:func:`distpriv.release.intervals.statistic_intervals`)."""
+        from .intervals import statistic_intervals
+
+        if self._intervals is None:
+            self._intervals = statistic_intervals(self.values, self.noise, self.prepared.spec.interval_level)
+        return self._intervals
+
+    @property
+    def display(self) -> list[str]:
+        """``value ± half-width`` per statistic, to the digits the interval supports."""
+        from .intervals import display
+
+        return [display(float(v), iv.half_width) for v, iv in zip(self.values, self.intervals, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
         """The public payload: what ``distpriv release --format json`` prints. No true value, nothing private."""

@@ -118,10 +118,14 @@ def _stats(result: ReleaseResult) -> list[dict[str, Any]]:
     grids = getattr(result.noise, "grids", None) or [result.noise.grid] * len(std)
     std_ = result.prepared.standardization
     spread = std_.spread if std_ is not None else [None] * len(std)
+    ivs = result.intervals  # (1 − α) per statistic, from the exact noise law (distpriv.release.intervals)
+    disp = result.display
     return [{"name": nm, "spec": st, "value": float(v), "noise_std": float(s), "grid": g,
              "spread": None if sp is None else float(sp),
-             "noise_to_spread": None if sp is None or not sp > 0 else float(s) / float(sp)}
-            for nm, st, v, s, g, sp in zip(spec.names, spec.stats, result.values, std, grids, spread, strict=True)]
+             "noise_to_spread": None if sp is None or not sp > 0 else float(s) / float(sp),
+             "interval": iv.to_list(), "interval_level": iv.level, "display": ds}
+            for nm, st, v, s, g, sp, iv, ds in zip(spec.names, spec.stats, result.values, std, grids, spread, ivs, disp,
+                                                    strict=True)]
 
 
 def public_payload(result: ReleaseResult) -> dict[str, Any]:
@@ -172,7 +176,27 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
 
     if result.composition is not None:
         out["composition"] = result.composition.to_dict()
+    joint = _joint(result)
+    if joint is not None:
+        out["noise"]["joint_interval"] = joint
+    from .intervals import exact_combinations
+
+    combos = exact_combinations(result.noise)
+    if combos:  # directions without noise (DirM, EigM, DauM): published exactly up to the grid rounding
+        out["noise"]["exact_combinations"] = [[float(c) for c in u] for u in combos]
     return out
+
+
+def _joint(result: ReleaseResult) -> dict[str, Any] | None:
+    """The joint ellipsoid of Gaussian noise, centred on the published values (its centre is not repeated)."""
+    from .intervals import joint_region
+
+    region = joint_region(result.values, result.noise, result.prepared.spec.interval_level)
+    if region is None:
+        return None
+    region.pop("center")
+    region["definition"] = "centred on the published values o: " + region["definition"]
+    return region
 
 
 @dataclass(frozen=True)

@@ -256,15 +256,87 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     return figs
 
 
+#: An interval half-width above this fraction of |published value| is warned about (:func:`interval_warnings`).
+INTERVAL_WARN_FRACTION = 1.0
+
+
 def noise_warnings(doc: dict[str, Any]) -> list[str]:
-    """One line per statistic whose noise standard deviation exceeds its spread under the model."""
+    """Warnings about the noise that depend on public inputs only (printed on public stderr by the CLI).
+
+    None remain: the former "noise exceeds the spread of F under the model" warning fired on every real release
+    (the spread of F across datasets is not a utility scale; issue 21). The useful warning compares the interval
+    with the published value (:func:`interval_warnings`); it depends on the published value, so it is shown in the
+    report beside the values (a rendering of them, MAY_DIFFER) and not on stderr, where every line must be the
+    same for two datasets that differ only in the secret.
+    """
+    del doc
+    return []
+
+
+def interval_warnings(doc: dict[str, Any]) -> list[str]:
+    """One line per statistic whose (1 − α) interval's half-width exceeds |published value| (issue 21, item 4).
+
+    Computed from the published value and interval only (never from the private statistic), so the warning is a
+    rendering of ``statistics[].value``/``interval``/``display``: it may differ between two releases exactly as
+    those do.
+    """
     out = []
     for st in doc["statistics"]:
-        ratio = st.get("noise_to_spread")
-        if ratio is not None and ratio > 1.0:
-            out.append(f"the noise on {st['name']!r} (std {st['noise_std']:.4g}) exceeds its spread under the model "
-                       f"({st['spread']:.4g}) by {ratio:.3g}×: its released value says little about it")
+        iv = st.get("interval")
+        if iv is None:
+            continue
+        half = (float(iv[1]) - float(iv[0])) / 2.0
+        value = abs(float(st["value"]))
+        if half > 0 and half > INTERVAL_WARN_FRACTION * value:
+            level = st.get("interval_level", 0.95)
+            out.append(f"the {level:.0%} interval of {st['name']!r} ({st.get('display', '')}) is wider than the "
+                       "released value itself: at this ε and δ the value cannot tell its sign or size apart from "
+                       "zero")
     return out
+
+
+def _interval_warning_lines(doc: dict[str, Any]) -> list[str]:
+    """The report's interval warnings, each with its leading separator (see :func:`value_renderings`)."""
+    return [f"\n\n**Warning:** {md_escape(w)}." for w in interval_warnings(doc)]
+
+
+def value_renderings(doc: dict[str, Any]) -> list[str]:
+    """Every substring of the Markdown report computed from the published values (MAY_DIFFER renderings).
+
+    The displays (``value ± half-width``) and the interval warnings (with their leading blank line, so that
+    removing them leaves the same text whether or not a warning fired), longest first: a side-channel diff
+    removes these, then the values' ``repr``, and compares the rest.
+    """
+    out = {*_interval_warning_lines(doc), *(s["display"] for s in doc["statistics"] if s.get("display"))}
+    return sorted(out, key=len, reverse=True)
+
+
+def _joint_words(doc: dict[str, Any]) -> str:
+    """The joint Gaussian ellipsoid in words (public: its radius and shape do not depend on the values)."""
+    joint = doc.get("noise", {}).get("joint_interval")
+    if not joint:
+        return ""
+    return (f" **Jointly** (the noise is Gaussian), the statistics lie with probability {joint['level']:.0%} in the "
+            f"ellipsoid {{x : (o − x)ᵀ Σ⁺ (o − x) <= {joint['radius']:.4g}²}} around the released values o, Σ the "
+            f"noise covariance (rank {joint['rank']}; `noise.joint_interval` in `release.json`).")
+
+
+def _exact_words(doc: dict[str, Any]) -> str:
+    """The combinations of the statistics published without noise (EigM/DauM/DirM), and why that is safe."""
+    combos = doc.get("noise", {}).get("exact_combinations") or []
+    if not combos:
+        return ""
+    names = [st["name"] for st in doc["statistics"]]
+    parts = []
+    for coef in combos:
+        terms = [f"{v:+.3g}·{md_escape(n)}" for v, n in zip(coef, names, strict=True) if abs(v) > 1e-9]
+        parts.append(" ".join(terms))
+    return (" **Exact combinations.** No noise is added along " + "; ".join(parts) + ": this combination is "
+            "published exactly (up to the grid rounding). That is safe under Ψ because the mechanism's privacy profile, "
+            "computed by the accounting core over all directions including this one, meets the guarantee under the "
+            "stated assumptions (under translation the mean differences between the θ of Ψ lie in the noisy "
+            "directions, so this combination has the same law for every θ; otherwise what it reveals is part of the "
+            "accounted profile).")
 
 
 def _pairs_words(pairs: list[list[float]]) -> str:
@@ -342,7 +414,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
     sections.append(Section("The guarantee in words", words))
     # ---- the values
     rows = [{"Statistic": md_escape(st["name"]), "Definition": md_code(st["spec"]),
-             "Released value": repr(st["value"]),
+             "Released value": st.get("display") or repr(st["value"]),
              "Noise std. dev.": st["noise_std"], "Spread under the model": st.get("spread"),
              "Noise / spread": st.get("noise_to_spread")} for st in doc["statistics"]]
     cols = ["Statistic", "Definition", "Released value", "Noise std. dev.", "Spread under the model", "Noise / spread"]
@@ -354,8 +426,14 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
                 "`release.json`) on which the noise was drawn exactly (see Noise). The noise of each statistic is "
                 "calibrated on the statistics divided by their spread under the model, so the units of one statistic "
                 "do not change the noise of another.")
+    if not exact and doc["statistics"] and doc["statistics"][0].get("interval") is not None:
+        note += (f" Each value is shown as value ± half-width of its {doc['statistics'][0]['interval_level']:.0%} "
+                 "interval for the statistic of the table as read (per statistic, not simultaneous; from the exact "
+                 "law of the noise and the grid rounding), to the digits that interval supports; the exact grid "
+                 "values and the intervals are in `release.json` (`value`, `interval`)." + _joint_words(doc)
+                 + _exact_words(doc))
     summary = (f"Released {len(rows)} statistic(s) with **{label}**.\n\n"
-               + markdown_table(rows, cols, digits=4) + "\n" + note)
+               + markdown_table(rows, cols, digits=4) + "\n" + note + "".join(_interval_warning_lines(doc)))
     sections.append(Section("Released statistics", summary))
     guar = (f"({g['epsilon']:.4g}, {g['delta']:.3g})-{md_escape(g['framework'])} for Ψ = "
             f"{md_escape(str([tuple(p) for p in spec['pairs']]))} (target ({spec['epsilon']:g}, {spec['delta']:g})), "

@@ -55,7 +55,7 @@ SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
     "missing", "sep", "encoding", "id",
-    "na_values", "decimal", "thousands", "population_sep", "population_encoding",
+    "na_values", "decimal", "thousands", "population_sep", "population_encoding", "interval_level",
 )
 
 #: The one-line error when no source of f_θ is given (or more than one).
@@ -143,6 +143,7 @@ class ReleaseSpec:
         ``NULL``; an empty cell is always missing).
     decimal, thousands: number format of every CSV input (``','`` and ``'.'`` for ``"3.250,5"``).
     population_sep, population_encoding: the population's delimiter and encoding when they differ.
+    interval_level: 1 − α of the per-statistic intervals (:mod:`distpriv.release.intervals`), default 0.95.
 
     ``data`` and ``population`` may be globs (``"logs/*.parquet"``): files are scanned lazily.
     """
@@ -174,6 +175,7 @@ class ReleaseSpec:
     thousands: str | None = None
     population_sep: str | None = None
     population_encoding: str | None = None
+    interval_level: float = 0.95
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -212,6 +214,9 @@ class ReleaseSpec:
             raise InvalidParameterError("--n: not used with --model (the declared model fixes f_θ)")
         if self.missing not in ("error", "drop"):
             raise UnknownLabelError(f"--missing: expected 'error' or 'drop', got {self.missing!r}")
+        from .intervals import check_level
+
+        object.__setattr__(self, "interval_level", check_level(self.interval_level, "--interval-level"))
         if self.sep is not None and (not isinstance(self.sep, str) or len(self.sep) != 1):
             raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
@@ -376,6 +381,7 @@ def build_spec(
     thousands: str | None = None,
     population_sep: str | None = None,
     population_encoding: str | None = None,
+    interval_level: float | None = None,
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -405,6 +411,7 @@ def build_spec(
         "thousands": thousands,
         "population_sep": population_sep,
         "population_encoding": population_encoding,
+        "interval_level": interval_level,
     }
     for k, v in cli.items():
         if v is not None:
