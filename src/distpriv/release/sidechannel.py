@@ -243,6 +243,10 @@ def _under(path: str, fields: Sequence[str]) -> bool:
 class _Renderings:
     numbers: frozenset[str]
     strings: tuple[str, ...]
+    #: whole passages the report adds only for some values (the interval warnings of
+    #: :func:`distpriv.release.render.value_renderings`), in their Markdown and HTML forms: removed, not masked,
+    #: since one release may carry such a passage where the other has none
+    passages: tuple[str, ...] = ()
 
 
 def _number_strings(v: float) -> set[str]:
@@ -283,13 +287,40 @@ def _renderings(doc: Any, paths: Sequence[str]) -> _Renderings:
     for s in strings:
         if len(s) >= _MIN_LITERAL:  # a short string ("45.6") is masked by its number tokens only
             forms |= {s, html.escape(s), html.escape(s, quote=False), md_escape(s), html.escape(md_escape(s))}
-    return _Renderings(frozenset(numbers), tuple(sorted(forms, key=len, reverse=True)))
+    return _Renderings(frozenset(numbers), tuple(sorted(forms, key=len, reverse=True)), _passages(doc, paths))
+
+
+def _passages(doc: Any, paths: Sequence[str]) -> tuple[str, ...]:
+    """The report passages computed from the published values alone (:func:`~distpriv.release.render.
+    value_renderings`: each starts with a blank line), as Markdown and as the HTML the report writer makes of them.
+
+    Only when ``statistics[].value`` may differ: these passages are renderings of that field (and of its interval
+    and display), never of anything else.
+    """
+    if not isinstance(doc, dict) or "statistics[].value" not in paths or not isinstance(doc.get("statistics"), list):
+        return ()
+    from ..report import markdown_to_html
+    from .render import value_renderings
+
+    try:
+        texts = [t for t in value_renderings(doc) if t.startswith("\n\n")]
+    except (KeyError, TypeError, ValueError):  # a payload without the fields (a failed or foreign run)
+        return ()
+    out: set[str] = set()
+    for t in texts:
+        out.add(t)
+        out.add("\n" + markdown_to_html(t.strip()).strip())
+    return tuple(sorted(out, key=len, reverse=True))
 
 
 def _text_difference(ta: str, tb: str, ra: _Renderings, rb: _Renderings) -> str | None:
     """``None`` when the texts agree up to the renderings of what may differ, else where they first differ."""
     if ta == tb:
         return None
+    for s in ra.passages:
+        ta = ta.replace(s, "")
+    for s in rb.passages:
+        tb = tb.replace(s, "")
     for s in ra.strings:
         ta = ta.replace(s, _MASK)
     for s in rb.strings:
