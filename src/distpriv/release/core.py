@@ -66,6 +66,13 @@ FRAMEWORK = "distribution-privacy"
 _STREAM_MODEL, _STREAM_SELECT, _STREAM_ATTACKS, _STREAM_AUDIT = range(4)
 
 
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second (``2026-11-26T18:04:28Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass
 class Prepared:
     """Validated inputs and the modelled f_θ.
@@ -126,6 +133,11 @@ class ReleaseResult:
     #: ``missing="drop"``, clamped rows, ...): never in a public file; the CLI prints each on stderr as a line
     #: starting with :data:`~distpriv.release.public.CURATOR_PREFIX`, which the audit's side-channel diff skips
     curator_notes: list[str] = field(default_factory=list)
+    #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
+    time: str = field(default_factory=utc_now)
+    #: per k, the exact δ(kε) of the pairs k gaps apart when Ψ is a grid (:func:`distpriv.release.grid.gap_profiles`;
+    #: public: a function of the model, Ψ and the chosen noise); ``None`` when Ψ is not a grid of >= 2 pairs
+    gap_profile: dict[str, Any] | None = None
 
     @property
     def chosen(self) -> Candidate:
@@ -156,6 +168,37 @@ class ReleaseResult:
             props = tuple(sorted({*earlier, *self.composition.propositions}))
         return Ledger(None, self.release_id, FRAMEWORK, str(prep.predicate), tuple(prep.spec.pairs), chain, eps,
                       delta, props, public_sha256)
+
+
+def range_notes(prep: Prepared) -> list[str]:
+    """Curator-only: the private share when it lies outside the range of Ψ (the guarantee does not cover it).
+
+    Private (it reads the table's protected count): for :attr:`ReleaseResult.curator_notes` only.
+    """
+    counts = prep.data.summary.moments.counts
+    kept = prep.data.kept
+    if kept <= 0 or len(counts) < 1:
+        return []
+    share = float(counts[0]) / kept
+    labels = [float(v) for pr in prep.spec.pairs for v in pr]
+    lo, hi = min(labels), max(labels)
+    if lo <= share <= hi:
+        return []
+    return [f"the private share of {prep.spec.protect!r} is {share:.4g} ({int(counts[0])} of {kept} rows), outside "
+            f"the published range {lo:g}–{hi:g} of Ψ: the guarantee protects the values in Ψ, and says nothing about "
+            "telling the true share from them; widen the range from public knowledge (never from this note) if it "
+            "should cover it"]
+
+
+def gap_profile(prep: Prepared, selection: Selection, guarantee: Guarantee) -> dict[str, Any] | None:
+    """:func:`distpriv.release.grid.gap_profiles` for a Ψ that is a grid of at least two adjacent pairs."""
+    from .grid import gap_profiles, grid_of
+
+    spec = grid_of(prep.spec.pairs)
+    if spec is None or spec.steps < 2:
+        return None
+    return gap_profiles(prep.modelling.model, spec, selection.chosen, epsilon=float(guarantee.epsilon),
+                        delta=float(guarantee.delta))
 
 
 def _framework(g: Guarantee) -> str:
@@ -293,4 +336,7 @@ def release(
         if _framework(plan.guarantee) != FRAMEWORK:  # pragma: no cover - every release mechanism is DistP
             raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")
         comp = compose_releases(prep.previous, plan.guarantee, props)
-    return ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
+    result = ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
+    result.curator_notes.extend(range_notes(prep))
+    result.gap_profile = gap_profile(prep, sel, plan.guarantee)
+    return result
