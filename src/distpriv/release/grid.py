@@ -37,6 +37,8 @@ MAX_POINTS = 101
 #: Relative tolerance for "G divides HI − LO" and for recognising a grid in a list of pairs.
 _TOL = 1e-9
 _DECIMALS = 12
+#: Relative width of the certified δ brackets of the k-gap table (the upper end is what is reported).
+RTOL = 1e-2
 
 
 def _number(value: Any, what: str) -> float:
@@ -185,7 +187,7 @@ def gap_profiles(model: Any, spec: GridSpec, candidate: Any, *, epsilon: float, 
         worst_up = worst_lo = 0.0
         method = ""
         for a, b in spec.pairs_apart(k):
-            p1, p2 = pair_profiles(g, a, b, law, k * epsilon)
+            p1, p2 = pair_profiles(g, a, b, law, k * epsilon, rtol=RTOL)
             up = min(1.0, max(p1.delta_upper, p2.delta_upper))
             lo = min(1.0, max(p1.delta_lower, p2.delta_lower))
             if k == 1:
