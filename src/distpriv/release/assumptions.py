@@ -220,7 +220,7 @@ def diagnose_assumptions(
         "equal_covariance": _test_equal_cov(model, pairs, alpha),
     }
     gaps = relaxed.estimate_gaps(model, pairs, eta=eta_for(epsilon, delta), min_bins=MIN_BINS,
-                                 max_samples=max_samples, rng=rng)
+                                 max_samples=max_samples, rng=rng, max_only=True)
     labs = _labels(pairs)
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: gaps.pooled_covariance for lab in labs})
     return Diagnostics(tests, gaps.translation_w, gaps.wasserstein_w, gaps.max_gaussian_w, gaps.divergence_lambda,
