@@ -135,6 +135,9 @@ class ReleaseResult:
     curator_notes: list[str] = field(default_factory=list)
     #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
     time: str = field(default_factory=utc_now)
+    #: the published id (``provenance.release_id``): fresh random, independent of :attr:`release_id`, the private
+    #: ledger's id, so that the public files cannot be linked to a ledger entry by it
+    public_id: str = field(default_factory=new_release_id)
     #: per k, the exact δ(kε) of the pairs k gaps apart when Ψ is a grid (:func:`distpriv.release.grid.gap_profiles`;
     #: public: a function of the model, Ψ and the chosen noise); ``None`` when Ψ is not a grid of >= 2 pairs
     gap_profile: dict[str, Any] | None = None

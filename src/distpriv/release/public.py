@@ -217,11 +217,12 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
 def provenance(result: ReleaseResult) -> dict[str, Any]:
     """``provenance``: the distpriv version, the UTC time, the release id and :func:`public_spec`.
 
-    ``time`` and ``release_id`` are in :data:`MAY_DIFFER` (they differ between any two releases).
+    ``time`` and ``release_id`` are in :data:`MAY_DIFFER` (they differ between any two releases). The published
+    ``release_id`` is :attr:`~distpriv.release.core.ReleaseResult.public_id`, not the private ledger's id.
     """
     from .. import __version__
 
-    return {"version": __version__, "time": result.time, "release_id": result.release_id,
+    return {"version": __version__, "time": result.time, "release_id": result.public_id,
             "spec": public_spec(result)}
 
 
