@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..errors import DistPrivError, InvalidParameterError, InvalidTypeError
 
 __all__ = ["MAX_POINTS", "GridSpec", "chained_delta", "gap_profiles", "grid", "grid_of", "parse_range"]
 
@@ -176,6 +176,7 @@ def gap_profiles(model: Any, spec: GridSpec, candidate: Any, *, epsilon: float, 
     divergence); a row's δ is the largest certified upper end over both orders of its pairs
     (:func:`distpriv.accounting.release.pair_profiles`), beside the chained bound :func:`chained_delta`.
     """
+    from ..accounting.profile import Profile
     from ..accounting.release import gaussian_view, pair_profiles
 
     g = gaussian_view(model)
@@ -187,7 +188,10 @@ def gap_profiles(model: Any, spec: GridSpec, candidate: Any, *, epsilon: float, 
         worst_up = worst_lo = 0.0
         method = ""
         for a, b in spec.pairs_apart(k):
-            p1, p2 = pair_profiles(g, a, b, law, k * epsilon, rtol=RTOL)
+            try:
+                p1, p2 = pair_profiles(g, a, b, law, k * epsilon, rtol=RTOL)
+            except DistPrivError as exc:  # no profile computable: δ <= 1 is the only claim
+                p1 = p2 = Profile(k * epsilon, 1.0, 0.0, f"not computable ({exc}): trivial bound δ <= 1")
             up = min(1.0, max(p1.delta_upper, p2.delta_upper))
             lo = min(1.0, max(p1.delta_lower, p2.delta_lower))
             if k == 1:
