@@ -40,7 +40,9 @@ _STAT = typer.Option(None, "--stat", help="Statistic KIND:TARGET (repeatable). K
 _PROTECT = typer.Option(None, "--protect", help="Predicate whose share of records is the secret, e.g. 'income=>50K'.")
 _PAIRS = typer.Option(None, "--pairs", help="Two property values p1,p2 to make indistinguishable (repeatable).")
 _AROUND = typer.Option(None, "--around", help="Centre P of the pair (P − DP/2, P + DP/2); with --gap.")
-_GAP = typer.Option(None, "--gap", help="Gap DP of the pair around --around.")
+_GAP = typer.Option(None, "--gap", help="Gap DP of the pair around --around, or step G of the --range grid.")
+_RANGE = typer.Option(None, "--range", help="LO:HI: protect every adjacent pair of the public grid LO, LO+G, …, HI "
+                      "(with --gap G); choose it from public knowledge, never from the data.")
 _EPS = typer.Option(None, "--epsilon", help="Privacy parameter ε > 0.")
 _DELTA = typer.Option(None, "--delta", help="Privacy parameter δ in (0, 1).")
 _MECH = typer.Option(None, "--mechanism", help="'auto' (default) or a mechanism name, e.g. dirm-laplace.")
@@ -108,6 +110,7 @@ class SpecOptions:
     population_sep: str | None = None
     population_encoding: str | None = None
     interval_level: float | None = None
+    psi_range: str | None = None
 
     def spec_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`distpriv.release.spec.build_spec` (all but the command's own)."""
@@ -118,7 +121,8 @@ class SpecOptions:
                 "samples": self.samples, "calibration": self.calibration, "missing": self.missing, "sep": self.sep,
                 "encoding": self.encoding, "na_values": self.na_values, "decimal": self.decimal,
                 "thousands": self.thousands, "population_sep": self.population_sep,
-                "population_encoding": self.population_encoding, "interval_level": self.interval_level}
+                "population_encoding": self.population_encoding, "interval_level": self.interval_level,
+                "range": self.psi_range}
 
 
 #: (name, type, typer default) of every shared option, in --help order
@@ -131,7 +135,7 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("sep", str, _SEP), ("encoding", str, _ENCODING), ("force", bool, _FORCE),
     ("na_values", str, _NA), ("decimal", str, _DECIMAL), ("thousands", str, _THOUSANDS),
     ("population_sep", str, _POP_SEP), ("population_encoding", str, _POP_ENCODING),
-    ("interval_level", float, _INTERVAL),
+    ("interval_level", float, _INTERVAL), ("psi_range", str, _RANGE),
 )
 
 
@@ -173,16 +177,12 @@ def _warn_seeded(seed: int | None) -> None:
               "the noise; use it for tests and reproduction only", file=sys.stderr)
 
 
-def _warn_noise(doc: dict[str, Any], limit: int = 5) -> None:
-    """Warn on stderr when a statistic's noise exceeds its spread under the model (at most ``limit`` lines)."""
-    from ..release.render import noise_warnings
+def _warn_public(result: Any) -> None:
+    """Public warnings on stderr: a population that cannot supply the datasets of some θ (public inputs only)."""
+    from ..release.public import coverage_warnings
 
-    warns = noise_warnings(doc)
-    for w in warns[:limit]:
+    for w in coverage_warnings(result):
         print(f"distpriv: warning: {w}", file=sys.stderr)
-    if len(warns) > limit:
-        print(f"distpriv: warning: … and {len(warns) - limit} more statistics whose noise exceeds their spread "
-              "(see the report)", file=sys.stderr)
 
 
 def _release_args(o: SpecOptions) -> list[str]:
@@ -280,7 +280,7 @@ def register(app: typer.Typer) -> None:
 
         for line in curator_lines(result.curator_notes):  # private facts for the curator alone, never in a file
             print(line, file=sys.stderr)
-        _warn_noise(result.to_json())
+        _warn_public(result)
         if fmt == "json":
             doc = result.to_json()
             if checked is not None:

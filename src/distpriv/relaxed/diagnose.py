@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import distances
 from .._validation import (
     RngLike,
     as_rng,
@@ -110,6 +109,7 @@ def estimate_gaps(
     max_samples: int | None = 2000,
     rng: RngLike = 0,
     wasserstein: bool = True,
+    max_only: bool = False,
 ) -> Gaps:
     """The Theorem 5.6/5.7 gaps of ``model`` for Ψ = ``pairs`` at an explicit η.
 
@@ -127,6 +127,11 @@ def estimate_gaps(
     (``rng``) is drawn from in the order above. All values are sample estimates, not certificates.
     ``wasserstein=False`` skips Δ_W (NaN; a bottleneck matching on all samples, the slowest part at
     thousands of samples) for a caller that computes it only when needed (:func:`wasserstein_gap`).
+
+    ``max_only=True`` (what a release needs: only the maxima enter Theorems 4.1 and 5.7): the three maxima
+    are the same, computed by :func:`distpriv.relaxed.bottleneck.max_w_infinity` (exact W∞ only where it
+    decides the maximum), and :attr:`Gaps.gaussian_w` then maps every label to that maximum (not to its
+    own gap).
     """
     if not isinstance(model, EmpiricalModel):
         raise InvalidTypeError(f"model: expected an EmpiricalModel, got {type(model).__name__}")
@@ -138,6 +143,8 @@ def estimate_gaps(
     g = as_rng(rng)
     labs = list(dict.fromkeys(v for pr in ps for v in pr))
     ref = labs[0]
+    if max_only:
+        return _max_gaps(model, ps, labs, e, bins, mb, max_samples, g, wasserstein=wasserstein)
     tw = max(
         [translation_gap(model.samples(lab), model.samples(ref), max_samples=max_samples, rng=g) for lab in labs[1:]]
         or [0.0]
@@ -152,9 +159,35 @@ def estimate_gaps(
 
 
 def wasserstein_gap(model: EmpiricalModel, pairs: Iterable[Sequence[Hashable]]) -> float:
-    """Δ_W = max over Ψ of W∞(f_θi, f_θj) (L1) on all samples (Thm 4.1's sensitivity; bottleneck matching)."""
+    """Δ_W = max over Ψ of W∞(f_θi, f_θj) (L1) on all samples (Thm 4.1's sensitivity; bottleneck matching).
+
+    Computed by :func:`distpriv.relaxed.bottleneck.max_w_infinity`: exact, with a full matching only for the
+    pairs that can decide the maximum.
+    """
+    from .bottleneck import max_w_infinity
+
     ps = normalize_pairs(pairs, model.labels)
-    return max(float(distances.w_infinity_samples(model.samples(a), model.samples(b), norm=1)) for a, b in ps)
+    return max_w_infinity([(model.samples(a), model.samples(b)) for a, b in ps])
+
+
+def _max_gaps(model: EmpiricalModel, ps: Sequence[tuple[Hashable, Hashable]], labs: list[Hashable], eta: float,
+              bins: int | None, min_bins: int, max_samples: int | None, g: np.random.Generator, *,
+              wasserstein: bool = True) -> Gaps:
+    """:func:`estimate_gaps` with ``max_only=True``: the same inputs (the same draws from ``g``, in the same
+    order), maxima by :func:`~distpriv.relaxed.bottleneck.max_w_infinity`."""
+    from .bottleneck import max_w_infinity
+    from .gaps import gaussian_gap_inputs, translation_gap_inputs
+
+    ref = labs[0]
+    trans = [translation_gap_inputs(model.samples(lab), model.samples(ref), max_samples=max_samples, rng=g)
+             for lab in labs[1:]]
+    tw = max_w_infinity(trans) if trans else 0.0
+    ww = max_w_infinity([(model.samples(a), model.samples(b)) for a, b in ps]) if wasserstein else math.nan
+    pooled = pooled_covariance(model, labs)
+    gw = max_w_infinity([gaussian_gap_inputs(model.samples(lab), model.mean(lab), pooled, max_samples=max_samples,
+                                             rng=g) for lab in labs])
+    div = divergence_gaps(model, labs, pooled, eta=eta, bins=bins, min_bins=min_bins)
+    return Gaps(eta, ref, pooled, float(tw), float(ww), dict.fromkeys(labs, float(gw)), div)
 
 
 def divergence_gaps(

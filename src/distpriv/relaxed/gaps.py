@@ -78,13 +78,26 @@ def translation_gap(
             f"samples_j: dimension {y.shape[1]} does not match samples_i dimension {x.shape[1]}"
         )
     d = check_delta(delta, "delta", allow_zero=True)
-    shift = x.mean(axis=0) - y.mean(axis=0)
-    g = as_rng(rng)
-    xs = _subsample(x, max_samples, g)
-    ys = _subsample(y, max_samples, g) + shift
+    xs, ys = translation_gap_inputs(x, y, max_samples=max_samples, rng=as_rng(rng))
     if d == 0.0:
         return distances.w_infinity_samples(xs, ys, norm=norm)
     return distances.closeness_radius_samples(xs, ys, d, norm=norm)
+
+
+def translation_gap_inputs(x: FloatArray, y: FloatArray, *, max_samples: int | None,
+                           rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+    """The two samples :func:`translation_gap` compares: (subsampled x, subsampled y + (x̄ − ȳ)); draws from ``rng``."""
+    shift = x.mean(axis=0) - y.mean(axis=0)
+    xs = _subsample(x, max_samples, rng)
+    return xs, _subsample(y, max_samples, rng) + shift
+
+
+def gaussian_gap_inputs(x: FloatArray, mean: ArrayLike | None, cov: ArrayLike | None, *, max_samples: int | None,
+                        rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+    """The two samples :func:`gaussian_w_infinity_gap` compares: (subsampled x, its Gaussian reference sample)."""
+    xs = _subsample(x, max_samples, rng)
+    mu, sigma = _fit(xs, mean, cov)
+    return xs, _gaussian_quantile_sample(mu, sigma, xs.shape[0], rng)
 
 
 def _fit(
@@ -139,10 +152,7 @@ def gaussian_w_infinity_gap(
     """
     x = _samples(samples, "samples")
     d = check_delta(delta, "delta", allow_zero=True)
-    g = as_rng(rng)
-    x = _subsample(x, max_samples, g)
-    mu, sigma = _fit(x, mean, cov)
-    ref = _gaussian_quantile_sample(mu, sigma, x.shape[0], g)
+    x, ref = gaussian_gap_inputs(x, mean, cov, max_samples=max_samples, rng=as_rng(rng))
     if d == 0.0:
         return distances.w_infinity_samples(x, ref, norm=norm)
     return distances.closeness_radius_samples(x, ref, d, norm=norm)

@@ -2,7 +2,8 @@
 
 A data curator names the statistics to publish (``--stat mean:age``), the
 property to hide (``--protect "income=>50K"``: the share of such records is the
-secret θ) and the values to make indistinguishable (``--pairs 0.45,0.55``).
+secret θ) and the values to make indistinguishable (``--pairs 0.45,0.55``, or every adjacent pair of a public grid: ``--range 0.2:0.5 --gap 0.1``,
+:func:`~distpriv.release.grid.grid`).
 The release then
 
 1. models f_θ, the distribution of the statistics over datasets with share θ,
@@ -43,6 +44,7 @@ from .audit import ReleaseAudit, audit_release
 from .compose import Composition, compose_releases, decide_propositions
 from .core import Prepared, ReleaseResult, prepare, release, select
 from .declared import DeclaredModel, load_model_file
+from .grid import gap_profiles, grid, grid_of
 from .ledger import Ledger, read_ledger
 from .noise import NoisePlan, plan_noise
 from .output import write_private_ledger, write_public_files, write_release
@@ -77,6 +79,9 @@ __all__ = [
     "decide_propositions",
     "diagnose_assumptions",
     "evaluate_candidate",
+    "gap_profiles",
+    "grid",
+    "grid_of",
     "load_model_file",
     "load_spec_file",
     "plan_noise",

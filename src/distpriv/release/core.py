@@ -68,6 +68,13 @@ FRAMEWORK = "distribution-privacy"
 _STREAM_MODEL, _STREAM_SELECT, _STREAM_ATTACKS, _STREAM_AUDIT = range(4)
 
 
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second (``2026-11-26T18:04:28Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass
 class Prepared:
     """Validated inputs and the modelled f_θ.
@@ -140,6 +147,14 @@ class ReleaseResult:
     def __post_init__(self) -> None:
         # how the rows compared with each earlier release (issue 27): private, for the curator alone
         self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+    #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
+    time: str = field(default_factory=utc_now)
+    #: the published id (``provenance.release_id``): fresh random, independent of :attr:`release_id`, the private
+    #: ledger's id, so that the public files cannot be linked to a ledger entry by it
+    public_id: str = field(default_factory=new_release_id)
+    #: per k, the exact δ(kε) of the pairs k gaps apart when Ψ is a grid (:func:`distpriv.release.grid.gap_profiles`;
+    #: public: a function of the model, Ψ and the chosen noise); ``None`` when Ψ is not a grid of >= 2 pairs
+    gap_profile: dict[str, Any] | None = None
 
     @property
     def chosen(self) -> Candidate:
@@ -188,6 +203,37 @@ class ReleaseResult:
             props = tuple(sorted({*earlier, *self.composition.propositions}))
         return Ledger(None, self.release_id, FRAMEWORK, str(prep.predicate), tuple(prep.spec.pairs), chain, eps,
                       delta, props, public_sha256)
+
+
+def range_notes(prep: Prepared) -> list[str]:
+    """Curator-only: the private share when it lies outside the range of Ψ (the guarantee does not cover it).
+
+    Private (it reads the table's protected count): for :attr:`ReleaseResult.curator_notes` only.
+    """
+    counts = prep.data.summary.moments.counts
+    kept = prep.data.kept
+    if kept <= 0 or len(counts) < 1:
+        return []
+    share = float(counts[0]) / kept
+    labels = [float(v) for pr in prep.spec.pairs for v in pr]
+    lo, hi = min(labels), max(labels)
+    if lo <= share <= hi:
+        return []
+    return [f"the private share of {prep.spec.protect!r} is {share:.4g} ({int(counts[0])} of {kept} rows), outside "
+            f"the published range {lo:g}–{hi:g} of Ψ: the guarantee protects the values in Ψ, and says nothing about "
+            "telling the true share from them; widen the range from public knowledge (never from this note) if it "
+            "should cover it"]
+
+
+def gap_profile(prep: Prepared, selection: Selection, guarantee: Guarantee) -> dict[str, Any] | None:
+    """:func:`distpriv.release.grid.gap_profiles` for a Ψ that is a grid of at least two adjacent pairs."""
+    from .grid import gap_profiles, grid_of
+
+    spec = grid_of(prep.spec.pairs)
+    if spec is None or spec.steps < 2:
+        return None
+    return gap_profiles(prep.modelling.model, spec, selection.chosen, epsilon=float(guarantee.epsilon),
+                        delta=float(guarantee.delta))
 
 
 def _framework(g: Guarantee) -> str:
@@ -339,4 +385,6 @@ def release(
     result = ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
     if prep.data.kept != prep.data.rows:  # the kept count of --missing drop: for the curator alone
         result.curator_notes.append(f"--missing drop kept {prep.data.kept} of the data's {prep.data.rows} rows")
+    result.curator_notes.extend(range_notes(prep))
+    result.gap_profile = gap_profile(prep, sel, plan.guarantee)
     return result

@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data import Modelling
     from .selection import Selection
 
-__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "curator_lines", "public_context",
-           "public_payload"]
+__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "coverage_warnings", "curator_lines",
+           "provenance", "public_context", "public_payload", "public_spec"]
 
 #: What may differ between the public outputs of two releases whose datasets differ only in the secret (with
 #: ``--population`` or ``--model``): these payload fields and their renderings in report.md / report.html.
@@ -66,7 +66,7 @@ DATA_DEPENDENT: tuple[str, ...] = (
 PUBLIC_FIELDS: tuple[str, ...] = (
     "spec", "randomness", "warnings", "data_dependent", "statistics[].name", "statistics[].spec",
     "statistics[].interval_level", "report.modelling.source", "report.modelling.samples_per_theta", "report.modelling.input_sha256",
-    "report.modelling.n", "report.modelling.note",
+    "report.modelling.n", "report.modelling.note", "provenance.version", "provenance.spec",
 )
 
 
@@ -169,11 +169,6 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
         "warnings": warnings,
     }
 
-    if from_data:  # derived, not listed by hand (issue 27); with --missing drop the kept count n is the data's
-        dropped = ("report.modelling.n", "report.modelling.note") if spec.missing == "drop" else ()
-        comp = {} if result.composition is None else {"composition": {"guarantee": None}}
-        out["data_dependent"] = data_dependent_fields({**out, **comp}, tuple(f for f in PUBLIC_FIELDS if f not in dropped))
-
     if result.composition is not None:
         out["composition"] = result.composition.to_dict()
     joint = _joint(result)
@@ -184,6 +179,13 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
     combos = exact_combinations(result.noise)
     if combos:  # directions without noise (DirM, EigM, DauM): published exactly up to the grid rounding
         out["noise"]["exact_combinations"] = [[float(c) for c in u] for u in combos]
+    if result.gap_profile is not None:
+        out["psi"] = result.gap_profile
+    out["warnings"] = [*out["warnings"], *coverage_warnings(result)]
+    out["provenance"] = provenance(result)
+    if from_data:  # derived, not listed by hand (issue 27); with --missing drop the kept count n is the data's
+        dropped = ("report.modelling.n", "report.modelling.note", "provenance.spec") if spec.missing == "drop" else ()
+        out["data_dependent"] = data_dependent_fields(out, tuple(f for f in PUBLIC_FIELDS if f not in dropped))
     return out
 
 
@@ -197,6 +199,100 @@ def _joint(result: ReleaseResult) -> dict[str, Any] | None:
     region.pop("center")
     region["definition"] = "centred on the published values o: " + region["definition"]
     return region
+
+
+def coverage_warnings(result: ReleaseResult) -> list[str]:
+    """Public warnings, from public inputs only, when a public population barely covers the datasets of f_θ.
+
+    At θ the model draws datasets of n records with k = round(θn) protected ones, without replacement from
+    the population's N_P protected and N_Q other records. When k = N_P every dataset holds the same protected
+    records (and when n − k = N_Q the same others): f_θ then varies only through the other group, and the
+    model describes the population's own records rather than datasets with share θ. Computed from the
+    population's group counts, n and Ψ (all public); nothing from the private table.
+    """
+    prep = result.prepared
+    if prep.population is None or prep.modelling.source != "population" or prep.modelling.n is None:
+        return []
+    n = int(prep.modelling.n)
+    pos, neg = (int(c) for c in prep.population.summary.moments.counts)
+    out = []
+    for theta in dict.fromkeys(float(v) for pr in prep.spec.pairs for v in pr):
+        k = int(round(theta * n))
+        for need, have, who in ((k, pos, f"satisfying {str(prep.predicate)!r}"), (n - k, neg, "others")):
+            if need > 0 and need >= have:
+                out.append(f"the population cannot supply datasets of n = {n} records at θ = {theta:g} without "
+                           f"repeating a group: θ needs {need} records {who} and the population has {have}, so every "
+                           "sampled dataset holds all of them and f_θ varies only through the other records; use a "
+                           "larger population or a range of θ it covers")
+    return out
+
+
+def public_spec(result: ReleaseResult) -> dict[str, Any]:
+    """The full public specification of a release: enough to re-run it on another table (no path, no data).
+
+    Statistics, protected predicate, Ψ (and the grid it was built from), (ε, δ), mechanism, calibration, how
+    f_θ was modelled (source, SHA-256 of a public population or model file, n, samples per θ), the reading
+    options, the number of earlier releases composed, and the equivalent ``distpriv release`` command with
+    ``DATA`` (and ``POP``/``MODEL``) standing for the files.
+    """
+    import shlex
+
+    from .grid import grid_of
+
+    prep = result.prepared
+    spec = prep.spec
+    m = prep.modelling
+    grid = grid_of(spec.pairs)
+    out: dict[str, Any] = {
+        "stats": [{"name": nm, "spec": st} for nm, st in zip(spec.names, spec.stats, strict=True)],
+        "protect": str(prep.predicate),
+        "pairs": [list(p) for p in spec.pairs],
+        "range": None if grid is None or grid.steps < 2 else [grid.lo, grid.hi],
+        "gap": None if grid is None or grid.steps < 2 else grid.gap,
+        "epsilon": spec.epsilon, "delta": spec.delta, "mechanism": spec.mechanism, "calibration": spec.calibration,
+        "model": {"source": m.source, "sha256": m.input_sha256, "n": m.n, "samples_per_theta": m.samples},
+        "missing": spec.missing, "sep": spec.sep, "encoding": spec.encoding,
+        "previous_releases": len(spec.previous), "independent": spec.independent,
+    }
+    cmd = ["distpriv", "release", "DATA"]
+    for st in spec.stats:
+        cmd += ["--stat", st]
+    cmd += ["--protect", spec.protect]
+    if out["range"] is not None:
+        cmd += ["--range", f"{grid.lo!r}:{grid.hi!r}", "--gap", repr(grid.gap)]  # type: ignore[union-attr]
+    else:
+        for a, b in spec.pairs:
+            cmd += ["--pairs", f"{a!r},{b!r}"]
+    cmd += ["--epsilon", repr(spec.epsilon), "--delta", repr(spec.delta)]
+    cmd += {"population": ["--population", "POP"], "model": ["--model", "MODEL"]}.get(m.source, ["--model-from-data"])
+    if spec.mechanism != "auto":
+        cmd += ["--mechanism", spec.mechanism]
+    if spec.calibration != "exact":
+        cmd += ["--calibration", spec.calibration]
+    if m.source != "model":
+        cmd += ["--samples", str(spec.samples)]
+        if spec.n is not None:
+            cmd += ["--n", str(spec.n)]
+    if spec.missing != "error":
+        cmd += ["--missing", spec.missing]
+    if spec.sep is not None:
+        cmd += ["--sep", spec.sep]
+    if spec.encoding is not None:
+        cmd += ["--encoding", spec.encoding]
+    out["command"] = shlex.join(cmd)
+    return out
+
+
+def provenance(result: ReleaseResult) -> dict[str, Any]:
+    """``provenance``: the distpriv version, the UTC time, the release id and :func:`public_spec`.
+
+    ``time`` and ``release_id`` are in :data:`MAY_DIFFER` (they differ between any two releases). The published
+    ``release_id`` is :attr:`~distpriv.release.core.ReleaseResult.public_id`, not the private ledger's id.
+    """
+    from .. import __version__
+
+    return {"version": __version__, "time": result.time, "release_id": result.public_id,
+            "spec": public_spec(result)}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ TOML spec files use the same names as the command-line options::
     data = "adult.csv"
     stats = ["mean:age", "count:sex=Female"]      # or a table {name = "kind:target"}
     protect = "income=>50K"
-    pairs = [[0.45, 0.55]]                        # or around = 0.5 and gap = 0.1
+    range = "0.2:0.5"                             # Ψ = adjacent pairs of the public grid 0.2, 0.3, 0.4, 0.5
+    gap = 0.1                                     # (or pairs = [[0.45, 0.55]], or around = 0.5 and gap = 0.1)
     epsilon = 1.0
     delta = 1e-3
     mechanism = "auto"
@@ -52,7 +53,7 @@ __all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_ar
 
 #: Keys accepted in a TOML spec file.
 SPEC_KEYS: tuple[str, ...] = (
-    "data", "stats", "protect", "pairs", "around", "gap", "epsilon", "delta", "mechanism",
+    "data", "stats", "protect", "pairs", "around", "gap", "range", "epsilon", "delta", "mechanism",
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
     "missing", "sep", "encoding", "id",
     "na_values", "decimal", "thousands", "population_sep", "population_encoding", "interval_level",
@@ -351,6 +352,41 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def _range_pairs(merged: dict[str, Any], cfg: dict[str, Any], *, range: str | None,  # noqa: A002
+                 pairs: Sequence[str] | None, around: float | None, gap: float | None) -> bool:
+    """``--range LO:HI --gap G`` (or TOML ``range`` and ``gap``): Ψ = the adjacent pairs of the public grid.
+
+    The command line wins over the file: ``--pairs`` or ``--around`` replace a file's ``range``, and
+    ``--range`` replaces a file's ``pairs``/``around``. Sets ``merged["pairs"]`` (and removes the keys used);
+    returns whether the range defines Ψ.
+    """
+    from .grid import grid, parse_range
+
+    if range is None:  # from the file only
+        if pairs or around is not None:
+            merged.pop("range", None)
+            if pairs:
+                merged.pop("gap", None)
+            return False
+        if "pairs" in cfg or "around" in cfg:
+            raise InvalidParameterError("--config: give one of pairs, around/gap and range/gap, not several")
+        text: Any = merged.pop("range")
+        g = merged.pop("gap", None) if gap is None else gap
+    else:
+        if pairs:
+            raise InvalidParameterError("--range: give one of --pairs, --around/--gap and --range/--gap")
+        if around is not None:
+            raise InvalidParameterError("--range: give one of --around/--gap and --range/--gap")
+        text, g = range, (gap if gap is not None else merged.get("gap"))
+        for key in ("pairs", "around", "range", "gap"):
+            merged.pop(key, None)
+    if g is None:
+        raise InvalidParameterError("--range: give the grid step with --gap G")
+    lo, hi = parse_range(text)
+    merged["pairs"] = list(grid(lo, hi, g))
+    return True
+
+
 def build_spec(
     *,
     data: str | Path | None,
@@ -382,6 +418,7 @@ def build_spec(
     population_sep: str | None = None,
     population_encoding: str | None = None,
     interval_level: float | None = None,
+    range: str | None = None,  # noqa: A002 - the option's name
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -422,11 +459,13 @@ def build_spec(
         merged["pairs"] = [parse_pair(p) for p in pairs]
         merged.pop("around", None)
         merged.pop("gap", None)
-    if around is not None or gap is not None:
+    by_range = (range is not None or merged.get("range") is not None) and _range_pairs(
+        merged, cfg, range=range, pairs=pairs, around=around, gap=gap)
+    if not by_range and (around is not None or gap is not None):
         merged["around"], merged["gap"] = around, gap
         if pairs:
             raise InvalidParameterError("--pairs and --around/--gap: give one or the other")
-    if merged.get("around") is not None or merged.get("gap") is not None:
+    if not by_range and (merged.get("around") is not None or merged.get("gap") is not None):
         if merged.get("around") is None or merged.get("gap") is None:
             raise InvalidParameterError("--around/--gap: give both --around P and --gap DP")
         if "pairs" in cfg and not pairs and around is None:
