@@ -259,4 +259,7 @@ def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: No
     return TopUp(noise.scaled(k), k, 0.0, before, after, steps + 1)
 
 
-__all__ = ["SLACK", "TopUp", "topup_gaussian", "topup_laplace", "topup_pure"]
+#: The verified monotone search (public name, used by :mod:`distpriv.mechanisms.empirical`).
+search = _search
+
+__all__ = ["MAX_STEPS", "SLACK", "TopUp", "search", "topup_gaussian", "topup_laplace", "topup_pure"]
