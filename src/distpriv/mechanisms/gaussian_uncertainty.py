@@ -242,7 +242,7 @@ def daum_variance(diff: NDArray[np.float64], cov: NDArray[np.float64], v: NDArra
         return 0.0
     a = float(v @ inv @ v)
     b = float(v @ inv @ diff)
-    denom = b * b - a * (q - d2)
+    denom = (b * b - a * q) + a * d2  # b² − aQ <= 0 (Cauchy–Schwarz, 0 when d ∥ v) kept apart from the tiny aD²
     if not denom > 0:  # also NaN: no finite root
         return None
     root = c * (q - d2) / denom
