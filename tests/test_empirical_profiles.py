@@ -133,7 +133,7 @@ def test_release_models_keep_their_treatment() -> None:
     a = dp.calibrate("expm-laplace", dp.EmpiricalModel(s, claim_scope="release"), [(1, 2)], epsilon=1.0)
     assert a.details.get("accounted_on") is None and float(a.scales[0]) == pytest.approx(abs(s[1].mean() - s[2].mean()))
     with pytest.raises(dp.errors.InvalidParameterError, match="^claim_scope: "):
-        dp.EmpiricalModel(s, claim_scope="papers")
+        dp.EmpiricalModel(s, claim_scope="nobody")
 
 
 def test_group_dp_sensitivities_contradicted_by_the_model_are_refused() -> None:
