@@ -12,7 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
-from . import baselines, empirical, exact, expected_value, gaussian_uncertainty, wasserstein
+from . import baselines, exact, expected_value, gaussian_uncertainty, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
 from .metadata import METADATA
@@ -111,6 +111,8 @@ def calibrate(
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
     mech = builder(inp, **options)
+    from . import empirical  # the samples' law of an EmpiricalModel (issue 27)
+
     if empirical.applies(key, inp):
         return empirical.account_empirical(key, mech, inp)
     accounted = exact.account(key, mech, inp)
