@@ -33,7 +33,7 @@ def _gaussian_model(shift: float, n: int = 800, seed: int = 0) -> dp.EmpiricalMo
     r = np.random.default_rng(seed)
     cov = np.array([[4.0, 1.0], [1.0, 2.0]])
     return dp.EmpiricalModel({0.45: r.multivariate_normal([0, 0], cov, n),
-                              0.55: r.multivariate_normal([shift, shift / 2], cov, n)})
+                              0.55: r.multivariate_normal([shift, shift / 2], cov, n)}, claim_scope="release")
 
 
 def test_noiseless_release_chosen_when_thm_5_4_applies() -> None:
@@ -157,7 +157,7 @@ def test_classic_calibration_beyond_eps_1_never_claims_more_than_proven() -> Non
     # Mahalanobis distance 2.55 lies between the exact D*(10, 1e-3) ≈ 2.46 and the classic ε/c ≈ 2.65:
     # the papers' rule would release F without noise, but the exact profile gives δ ≈ 1.8e-3 > 1e-3.
     x = np.random.default_rng(0).normal(size=(2000, 1))
-    model = dp.EmpiricalModel({0.45: x, 0.55: x + 2.55})
+    model = dp.EmpiricalModel({0.45: x, 0.55: x + 2.55}, claim_scope="release")  # as the release builds it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dp.ClassicCalibrationWarning)
         sel = select_mechanism(model, PAIRS, epsilon=10.0, delta=1e-3, calibration="classic", sensitivities=[0.1], n=100)

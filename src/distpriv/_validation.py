@@ -42,11 +42,20 @@ def check_real(value: Any, name: str) -> float:
     return x
 
 
+#: Largest ε accepted anywhere (documented in docs/assumptions.md). Beyond it e^ε and the noise scales
+#: Δ/ε leave double precision (e^ε overflows past 709, Δ/ε underflows) and the accounting could not
+#: certify anything; e^{10^6} already makes any claim vacuous for every event of probability > 0.
+EPSILON_MAX = 1e6
+
+
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """ε must be a finite number > 0."""
+    """ε must be a finite number in (0, :data:`EPSILON_MAX`]."""
     eps = check_real(epsilon, name)
     if eps <= 0:
         raise InvalidParameterError(f"{name}: must be > 0, got {eps}")
+    if eps > EPSILON_MAX:
+        raise InvalidParameterError(f"{name}: must be <= {EPSILON_MAX:g} (larger values are outside what "
+                                    f"double precision can account for), got {eps:g}")
     return eps
 
 

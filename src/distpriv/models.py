@@ -98,9 +98,19 @@ class EmpiricalModel(QueryModel):
     samples:
         θ label -> (N, m) array of query values F(Data) for Data ~ θ
         (a 1-D array is read as m = 1).
+    claim_scope:
+        ``"samples"`` (default): :func:`distpriv.calibrate` accounts the claim on the samples' own
+        (empirical) law exactly (:mod:`distpriv.accounting.empirical`), topping the noise up where the
+        papers' assumptions fail on them. ``"release"``: the sampled model of ``distpriv release``, whose
+        claims rest on the assumptions the release tests (translation, Gaussian fit). ``"papers"``: the
+        papers' own treatment (translation, Gaussian fit, stated as assumptions), for the reproductions of
+        Chen & Ohrimenko's tables and the demo built on them.
     """
 
-    def __init__(self, samples: Mapping[Any, ArrayLike]) -> None:
+    def __init__(self, samples: Mapping[Any, ArrayLike], *, claim_scope: str = "samples") -> None:
+        if claim_scope not in ("samples", "release", "papers"):
+            raise InvalidParameterError(f"claim_scope: expected 'samples', 'release' or 'papers', got {claim_scope!r}")
+        self.claim_scope = claim_scope
         if not isinstance(samples, Mapping) or not samples:
             raise InvalidTypeError("samples: expected a non-empty dict mapping θ labels to (N, m) arrays")
         self.labels = tuple(samples)

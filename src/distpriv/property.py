@@ -278,15 +278,17 @@ class PropertyModel:
             self.count_for(p)
         return labels
 
-    def empirical_model(self, ps: Iterable[float], size: int = 1000, rng: RngLike = None) -> EmpiricalModel:
+    def empirical_model(self, ps: Iterable[float], size: int = 1000, rng: RngLike = None, *,
+                        claim_scope: str = "samples") -> EmpiricalModel:
         """f_θ for each p in ``ps`` as ``size`` sampled query values (AISTATS appendix C.1: 1000 per θ).
 
-        Labels are the floats ``float(p)``; all θ share one random stream ``rng``.
+        Labels are the floats ``float(p)``; all θ share one random stream ``rng``. ``claim_scope``: see
+        :class:`~distpriv.EmpiricalModel` (the reproductions pass ``"papers"``).
         """
         labels = self._labels(ps)
         count = check_int(size, "size", minimum=2)
         gen = as_rng(rng)
-        return EmpiricalModel(samples={p: self.sample_query(p, count, gen) for p in labels})
+        return EmpiricalModel(samples={p: self.sample_query(p, count, gen) for p in labels}, claim_scope=claim_scope)
 
     def gaussian_model(self, ps: Iterable[float], size: int = 1000, rng: RngLike = None) -> GaussianModel:
         """N(μ̂_θ, Σ̂_θ) fitted to ``size`` samples per θ (Chen & Ohrimenko Section 6.1, "Modeling")."""

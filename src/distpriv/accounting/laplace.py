@@ -49,6 +49,12 @@ from scipy import special
 from . import pld
 
 _LOG2 = math.log(2.0)
+#: Largest pure-ε tail window, in multiples of the δ window (beyond it the tails are left uncertified).
+MAX_TAIL_WINDOW = 64.0
+#: Cell budget of one coordinate (base grid, then after subdivision): bounds work and memory on every
+#: input; every cell's bounds hold for any grid, so a coarser grid only widens the certified bracket.
+MAX_BASE_CELLS = 250_000
+MAX_CELLS = 1_000_000
 _SQRT2 = math.sqrt(2.0)
 
 
@@ -135,7 +141,7 @@ class GaussLaplaceCoord:
     @property
     def limits(self) -> tuple[float, float]:
         """ℓ(y) as y → −∞ and y → +∞."""
-        base = (self.s_p**2 - self.s_q**2) / (2.0 * self.b**2)
+        base = 0.5 * ((self.s_p / self.b) ** 2 - (self.s_q / self.b) ** 2)  # no b² (overflows for b > 1e154)
         shift = (self.mu_p - self.mu_q) / self.b
         return base - shift, base + shift
 
@@ -154,20 +160,27 @@ class GaussLaplaceCoord:
         ext = [self.mu_p, self.mu_q]
         lo = min(ext) - reach
         hi = max(ext) + reach
+        # the pure-ε tail remainders need x = z/s − s/b >= 8 at the edges, i.e. a window of s(8 + s/b):
+        # when the Laplace scale is tiny against s (huge ε) that window is unbounded work, so it is
+        # not laid and the tails are left uncertified (sup ℓ = +∞: no pure ε is claimed; δ is unaffected)
+        certified_tails = True
         for mu, s in ((self.mu_p, sp), (self.mu_q, sq)):
             if s > 0:
+                if s * (8.0 + s / b) > MAX_TAIL_WINDOW * reach:
+                    certified_tails = False
+                    continue
                 lo = min(lo, mu - s * (8.0 + s / b))
                 hi = max(hi, mu + s * (8.0 + s / b))
         n = int(math.ceil((hi - lo) / w))
-        if n > 1_000_000:
-            n = 1_000_000
+        if n > MAX_BASE_CELLS:
+            n = MAX_BASE_CELLS
             w = (hi - lo) / n
         y0 = lo + w * np.arange(n + 1, dtype=float)
         ell0 = gl_logpdf(y0, self.mu_p, sp, b) - gl_logpdf(y0, self.mu_q, sq, b)
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
         cnt = np.clip(np.ceil(np.abs(np.diff(ell0)) / self.kappa), 1, 4096).astype(np.int64)
-        budget = 4_000_000
+        budget = MAX_CELLS
         if int(cnt.sum()) > budget:
             cnt = np.maximum(1, (cnt * (budget / cnt.sum())).astype(np.int64))
         starts = np.repeat(y0[:-1], cnt)
@@ -196,6 +209,8 @@ class GaussLaplaceCoord:
             rq = _tail_log_range(((self.mu_q - edge) if side == "left" else (edge - self.mu_q)) / sq - sq / b, sq, b) if sq > 0 else (0.0, 0.0)
             sup_t = max(sup_t, lim + rp[1] - rq[0])
             inf_t = min(inf_t, lim + rp[0] - rq[1])
+        if not certified_tails:
+            sup_t, inf_t = math.inf, -math.inf
         self._cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
                        "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t}
         return self._cells

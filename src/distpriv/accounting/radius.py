@@ -112,8 +112,16 @@ class SampleRadius:
 
 
 def min_samples(p: float, gamma: float) -> int:
-    """Least N with (1 − p)^N <= γ: fewer samples cannot certify the (1 − p)-quantile at confidence 1 − γ."""
-    return int(math.ceil(math.log(gamma) / math.log1p(-p)))
+    """Least N with (1 − p)^N <= γ: fewer samples cannot certify the (1 − p)-quantile at confidence 1 − γ.
+
+    Capped at 10^30 (a lower bound on the true N then): for p below ~1e-16 (e.g. δ = 5e-324)
+    ln(1 − p) rounds to 0 and no realistic sample size certifies the quantile.
+    """
+    if not 0.0 < p < 1.0 or not 0.0 < gamma < 1.0:
+        raise InvalidParameterError(f"p, gamma: must be in (0, 1), got p = {p:g}, gamma = {gamma:g}")
+    q = math.log1p(-p)
+    ratio = math.log(gamma) / q if q < 0.0 else math.inf
+    return int(math.ceil(ratio)) if ratio < 1e30 else 10**30
 
 
 def _binom_quantile_guess(y: float, n: int, q: float) -> int:

@@ -33,6 +33,8 @@ from .release import NoiseLaw, gaussian_view, proven_delta, pure_epsilon
 
 #: Relative slack accepted on the target (floating-point agreement of closed forms).
 SLACK = 1e-9
+#: Most profile evaluations one search may spend (bounded work on every input).
+MAX_STEPS = 200
 
 
 @dataclass(frozen=True)
@@ -77,13 +79,16 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
             limit: float = 1e30) -> tuple[float, Profile, int]:
     """Least x > ``bad`` with ok(x) verified, for a monotone ok; ``bad`` is known to fail.
 
-    Expands from ``guess`` (doubling up, or quartering down while it still succeeds), then
+    Expands from ``guess`` (galloping up by squared factors, or quartering down while it still succeeds), then
     shrinks the bracket [bad, good] by regula falsi on ln(value) against ln x (``value`` of a
     profile, e.g. its δ upper end, aiming just below ``goal``), falling back to bisection. Stops
     when the bracket is within ``rel`` or the accepted point's value is within ``tight`` of
     ``goal`` (the noise is then minimal up to the accounting resolution). Only points where
     ok(x) held are returned.
     """
+    if not (math.isfinite(guess) and guess > 0 and math.isfinite(bad)):
+        raise AssumptionError(f"noise: the top-up search has no finite starting point (guess {guess!r}): the "
+                              "model's covariances are too small or too large for double precision")
     steps = 1
     good, prof = ok(guess)
     lo_val = bad_value
@@ -103,17 +108,21 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
             hi, best = x, p
     else:
         lo, lo_val = guess, value(prof)
-        hi = guess * 2.0
+        grow = 2.0
+        hi = guess * grow
         while True:
             g, p = ok(hi)
             steps += 1
             if g:
                 best = p
                 break
-            lo, lo_val = hi, value(p)
-            hi *= 2.0
             if hi > limit:
                 raise AssumptionError("noise: no finite top-up meets the target δ (the profile does not decrease)")
+            lo, lo_val = hi, value(p)
+            # galloping: the step factor squares after every failure (2, 4, 16, 256, ... capped at 1e8), so a
+            # guess hundreds of orders of magnitude off (a covariance of 1e-300) costs tens of evaluations
+            grow = min(grow * grow, 1e8)
+            hi = min(hi * grow, limit * 2.0)
     aim = goal * (1.0 - tight / 2.0)
     interp = True
     while hi - lo > rel * hi and value(best) < goal * (1.0 - tight):
@@ -126,6 +135,8 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
                 mid = min(max(cand, lo + 0.02 * (hi - lo)), hi - 0.02 * (hi - lo))
         g, p = ok(mid)
         steps += 1
+        if steps > MAX_STEPS:  # the bracket halves in log scale at worst: a safety net, never reached in tests
+            break
         if g:
             hi, best = mid, p
         else:
@@ -251,4 +262,7 @@ def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: No
     return TopUp(noise.scaled(k), k, 0.0, before, after, steps + 1)
 
 
-__all__ = ["SLACK", "TopUp", "topup_gaussian", "topup_laplace", "topup_pure"]
+#: The verified monotone search (public name, used by :mod:`distpriv.mechanisms.empirical`).
+search = _search
+
+__all__ = ["MAX_STEPS", "SLACK", "TopUp", "search", "topup_gaussian", "topup_laplace", "topup_pure"]

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_array, check_int
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..errors import AssumptionError, InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ._common import Inputs, d_max
 from .base import Mechanism
@@ -35,6 +35,27 @@ def _sens(inp: Inputs, sensitivities: ArrayLike | None) -> NDArray[np.float64]:
     if np.any(s < 0):
         raise InvalidParameterError("sensitivities: must be >= 0")
     return s
+
+
+def check_sensitivities(inp: Inputs, s: NDArray[np.float64], k: int, n: int | None) -> None:
+    """Refuse sensitivities the model contradicts when the claim covers every pair of datasets (k >= n).
+
+    Two datasets of n records differ in at most n records, so F moves by at most n·s_i on component i
+    and so do the means of f_θ: a pair of Ψ whose means differ by more than n·s_i on some coordinate
+    shows that s does not bound the change of one record (Chen & Ohrimenko Sec. 6.2's premise).
+    """
+    if n is None or k < n or not inp.pairs:
+        return
+    for a, b in inp.pairs:
+        gap = np.abs(np.asarray(inp.model.mean(a), dtype=float) - np.asarray(inp.model.mean(b), dtype=float))
+        bound = n * s
+        bad = gap > bound * (1 + 1e-9) + 1e-12 * np.maximum(np.abs(np.asarray(inp.model.mean(a), dtype=float)), 1.0)
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            raise AssumptionError(
+                f"sensitivities: the model contradicts them: the means of θ = {a!r} and {b!r} differ by "
+                f"{gap[i]:.6g} on component {i}, more than n·s = {n} × {s[i]:.6g} = {bound[i]:.6g}, the most "
+                "datasets of n records can differ there; give sensitivities that bound one record's change")
 
 
 def _guarantee(inp: Inputs, name: str, k: int, n: int | None, delta: float, calibration: str, theorem: str) -> Guarantee:
@@ -65,6 +86,7 @@ def _laplace(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: i
     label = METADATA[name].label
     s = _sens(inp, sensitivities)
     k = check_int(group_size, "group_size", minimum=1)
+    check_sensitivities(inp, s, k, n)
     sens = k * float(s.sum())
     b = sens / inp.epsilon
     m = inp.model.dim
@@ -78,6 +100,7 @@ def _gauss(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: int
     label = METADATA[name].label
     s = _sens(inp, sensitivities)
     k = check_int(group_size, "group_size", minimum=1)
+    check_sensitivities(inp, s, k, n)
     sens = k * float(np.linalg.norm(s))
     dm = d_max(inp)
     sigma = sens / dm

@@ -226,8 +226,12 @@ def daum_variance(diff: NDArray[np.float64], cov: NDArray[np.float64], v: NDArra
     when Q − b²/a < D², and ``None`` otherwise. A singular Σ returns the paper's
     always-valid choice s = (||d||/D)² when d ∥ v (Alg 3, remark after Thm B.4).
     """
-    inv, singular = _pinv_psd(cov)
-    d2 = dmax * dmax
+    # scale-free form: with Σ = cΣ', the condition dᵀ(Σ + s vvᵀ)⁻¹d <= D² is dᵀ(Σ' + (s/c) vvᵀ)⁻¹d <= cD²,
+    # so the arithmetic stays in range for covariances of any magnitude (1e-300 or 1e300)
+    c = float(np.abs(cov).max(initial=0.0))
+    c = c if math.isfinite(c) and c > 0 else 1.0
+    inv, singular = _pinv_psd(cov / c)
+    d2 = dmax * dmax * c
     if singular:
         nd = float(np.linalg.norm(diff))
         if np.linalg.norm(diff - (diff @ v) * v) <= 1e-9 * max(nd, 1.0):
@@ -238,10 +242,11 @@ def daum_variance(diff: NDArray[np.float64], cov: NDArray[np.float64], v: NDArra
         return 0.0
     a = float(v @ inv @ v)
     b = float(v @ inv @ diff)
-    denom = b * b - a * (q - d2)
-    if denom <= 0:
+    denom = (b * b - a * q) + a * d2  # b² − aQ <= 0 (Cauchy–Schwarz, 0 when d ∥ v) kept apart from the tiny aD²
+    if not denom > 0:  # also NaN: no finite root
         return None
-    return (q - d2) / denom
+    root = c * (q - d2) / denom
+    return root if math.isfinite(root) else None
 
 
 def daum(inp: Inputs, *, direction: ArrayLike | None = None) -> Mechanism:

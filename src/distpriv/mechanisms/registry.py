@@ -115,6 +115,10 @@ def calibrate(
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
     mech = builder(inp, **options)
+    from . import empirical  # the samples' law of an EmpiricalModel (issue 27)
+
+    if empirical.applies(key, inp):
+        return empirical.account_empirical(key, mech, inp)
     accounted = exact.account(key, mech, inp)
     if not accounted.accounted:
         if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:

@@ -545,7 +545,7 @@ def model_f_theta(
                 "the mechanism and its noise scale depend on the private data: what they reveal about it is "
                 "outside the guarantee.")
     samples_by = {lab: sampler.reference_samples(lab) for lab in labels}
-    return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by), note, population_sha256, sub)
+    return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by, claim_scope="release"), note, population_sha256, sub)
 
 
 def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelling:

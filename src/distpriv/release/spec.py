@@ -59,6 +59,11 @@ SPEC_KEYS: tuple[str, ...] = (
     "na_values", "decimal", "thousands", "population_sep", "population_encoding", "interval_level",
 )
 
+#: Most datasets sampled per θ (``--samples``): the sampled model costs O(samples × n) time and memory, and the
+#: W∞ of several statistics a samples² distance matrix (at most distances.MAX_PAIRS = 1e8 entries), so 10,000
+#: keeps every release within seconds (docs/assumptions.md).
+SAMPLES_MAX = 10_000
+
 #: The one-line error when no source of f_θ is given (or more than one).
 SOURCE_HELP = (
     "give a reference population (--population POP), a declared model (--model FILE) or --model-from-data "
@@ -200,6 +205,9 @@ class ReleaseSpec:
             raise InvalidParameterError(f"--n: must be a positive integer, got {self.n!r}")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 20:
             raise InvalidParameterError(f"--samples: must be an integer >= 20, got {self.samples!r}")
+        if self.samples > SAMPLES_MAX:
+            raise InvalidParameterError(f"--samples: must be <= {SAMPLES_MAX:,} (bounded work; docs/assumptions.md), "
+                                        f"got {self.samples:,}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise InvalidParameterError(f"--seed: must be a non-negative integer, got {self.seed!r}")
         if not isinstance(self.model_from_data, bool):

@@ -98,7 +98,7 @@ def standardize_model(model: EmpiricalModel | GaussianModel, scale: ArrayLike) -
     """The model of D⁻¹F: samples divided by d (empirical) or N(D⁻¹μ, D⁻¹ΣD⁻¹) (Gaussian)."""
     d = np.asarray(scale, dtype=float)
     if isinstance(model, EmpiricalModel):
-        return EmpiricalModel({lab: model.samples(lab) / d for lab in model.labels})
+        return EmpiricalModel({lab: model.samples(lab) / d for lab in model.labels}, claim_scope=model.claim_scope)
     return GaussianModel({lab: model.mean(lab) / d for lab in model.labels},
                          {lab: model.covariance(lab) / np.outer(d, d) for lab in model.labels})
 

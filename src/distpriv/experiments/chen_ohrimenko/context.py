@@ -51,7 +51,8 @@ class Context:
         if key not in self._empiricals:
             pm = self.property_model(prop)
             self._empiricals[key] = pm.empirical_model(
-                [p1, p2], size=self.model_samples, rng=_rng(self.seed, "gaussian", prop, p1, p2))
+                [p1, p2], size=self.model_samples, rng=_rng(self.seed, "gaussian", prop, p1, p2),
+                claim_scope="papers")  # the papers' treatment (issue 27: research models default to "samples")
         return self._empiricals[key]
 
     def gaussian(self, prop: str, p1: float, p2: float) -> Any:
