@@ -19,7 +19,7 @@ from distpriv.accounting import empirical as emp
 from distpriv.errors import AssumptionError
 from profile_oracle import claim, mixture_delta, mixture_pure_epsilon_1d_laplace, noise_law
 
-GAUSS = ("expm-gauss", "dirm-gauss", "eigm", "daum")
+GAUSS = ("expm-gauss", "dirm-gauss", "eigm", "daum", "optm")
 LAPLACE = ("expm-laplace", "dirm-laplace")
 
 
@@ -77,7 +77,7 @@ def test_poisson_expm_laplace_pure_claim_was_wrong_and_is_topped_up() -> None:
     assert any(n.startswith("top-up: on the samples' law") for n in mech.guarantee.notes)
 
 
-@pytest.mark.parametrize("name", ["eigm", "daum", "expm-gauss", "dirm-gauss"])
+@pytest.mark.parametrize("name", ["eigm", "daum", "expm-gauss", "dirm-gauss", "optm"])
 def test_lognormal_gaussian_mechanisms_meet_delta(name: str) -> None:
     r = np.random.default_rng(1)
     s = {1: r.lognormal(0.0, 1.0, 300), 2: r.lognormal(0.3, 1.0, 300)}

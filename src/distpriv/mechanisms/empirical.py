@@ -39,7 +39,7 @@ from .base import Accounting, Mechanism
 
 #: Mechanisms whose claim is accounted on the samples' law (Wasserstein mechanisms already hold on it:
 #: W∞ of the samples is the coupling bound itself; the DP baselines make record-level claims).
-EMPIRICAL_NAMES = ("expm-laplace", "dirm-laplace", "expm-gauss", "dirm-gauss", "eigm", "daum")
+EMPIRICAL_NAMES = ("expm-laplace", "dirm-laplace", "expm-gauss", "dirm-gauss", "eigm", "daum", "optm")
 
 SAMPLES_LAW = ("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim covers "
                "that finite law, not a population the samples were drawn from")
