@@ -225,3 +225,33 @@ def test_side_channel_section_lists_differences_and_run_times() -> None:
     txt = side_channel_text(side)
     assert "Result: **failed**" in txt and "- ``report.md (line 3: 'a`b' vs 'c')``" in txt
     assert "10.00/13.00, 10.00/13.00, 10.00/13.00" in txt and "+30.0%" in txt and "threshold ±20%" in txt
+
+
+def _doc(value: float, half: float) -> dict:
+    from distpriv.release.intervals import display
+
+    return {"statistics": [{"name": "x", "spec": "mean:x", "value": value, "interval": [value - half, value + half],
+                            "interval_level": 0.95, "display": display(value, half)}]}
+
+
+def test_interval_warning_passages_are_renderings_of_the_values() -> None:
+    """A warning the report adds only when the interval is wider than |value| (issue 21) is a rendering of the
+    published value: removed in Markdown and HTML before the diff, while any other added text still differs."""
+    from distpriv.release.public import MAY_DIFFER
+    from distpriv.release.render import _interval_warning_lines, interval_warnings
+    from distpriv.release.sidechannel import _renderings, _text_difference
+    from distpriv.report import markdown_to_html
+
+    a, b = _doc(0.01, 0.51), _doc(3.0, 0.51)
+    assert interval_warnings(a) and not interval_warnings(b)
+
+    def md(doc: dict, extra: str = "") -> str:
+        return ("| x | " + doc["statistics"][0]["display"] + " |\n\nEach value is shown as value ± half-width."
+                + "".join(_interval_warning_lines(doc)) + extra + "\n\n## Next\n\ntext\n")
+
+    ra, rb = _renderings(a, list(MAY_DIFFER)), _renderings(b, list(MAY_DIFFER))
+    assert _text_difference(md(a), md(b), ra, rb) is None
+    assert _text_difference(markdown_to_html(md(a)), markdown_to_html(md(b)), ra, rb) is None
+    leak = "\n\nThe true mean is high."
+    assert _text_difference(md(a, leak), md(b), ra, rb) is not None
+    assert _text_difference(markdown_to_html(md(a, leak)), markdown_to_html(md(b)), ra, rb) is not None
