@@ -150,7 +150,7 @@ def test_kept_count_is_a_curator_note_never_public(tmp_path):
 
     data = _write(tmp_path / "d.csv", ROWS)
     pop = _write(tmp_path / "pop.csv", ROWS * 5)
-    res = protect(str(data), stats=["mean:body_mass_g"], protect=PROTECT, pairs=[(0.4, 0.5)], epsilon=1.0,
+    res = protect(str(data), stats=["mean:body_mass_g"], protect=PROTECT, pairs=[(0.3, 0.4)], epsilon=1.0,
                   delta=1e-3, population=str(pop), missing="drop", n=8, samples=40, seed=3)
     assert res.curator_notes == ["--missing drop kept 8 of the data's 12 rows"]
     assert "kept 8" not in str(res.to_json())

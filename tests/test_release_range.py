@@ -230,8 +230,14 @@ def _public(doc: dict) -> dict:
 
 
 def _mask(text: str, doc: dict) -> str:
-    """Replace the renderings of the MAY_DIFFER fields (values, provenance time and id) in a report."""
-    for v in sorted({repr(float(s["value"])) for s in doc["statistics"]}, key=len, reverse=True):
+    """Replace the renderings of the MAY_DIFFER fields (values, intervals, displays, provenance time and id)."""
+    from distpriv.release.render import value_renderings
+
+    for r in value_renderings(doc):  # displays, and passages shown only for some values (removed)
+        text = text.replace(r, "" if r.startswith("\n\n") else "VALUE")
+    ends = [e for s in doc["statistics"] for e in s.get("interval") or []]
+    for v in sorted({repr(float(x)) for x in [*(s["value"] for s in doc["statistics"]), *ends]}, key=len,
+                    reverse=True):
         text = re.sub(rf"(?<![\d.]){re.escape(v)}(?![\d])", "VALUE", text)
     return text.replace(doc["provenance"]["time"], "TIME").replace(doc["provenance"]["release_id"], "ID")
 
