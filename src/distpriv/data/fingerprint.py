@@ -69,6 +69,16 @@ _INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", 
              "UBIGINT", "UHUGEINT")
 
 
+
+def _table_columns(data: Any, columns: Sequence[str] | None, open_options: dict[str, Any]) -> tuple[Table, list[str]]:
+    """The opened table and the columns that define a row (default: all), checked to exist."""
+    table: Table = open_table(data, **open_options)
+    cols = table.columns if columns is None else list(dict.fromkeys(columns))
+    if not cols:
+        raise InvalidParameterError("columns: need at least one column")
+    table.check_columns(cols, "columns")
+    return table, cols
+
 def _text(name: str, dtype: str) -> str:
     """SQL text of one cell (NULL when missing); equal to C's %.17g for every number.
 
@@ -193,11 +203,7 @@ def row_fingerprints(
         Columns defining a row (default: all columns); their order does not matter.
     """
     key_hex = _check_key(key)
-    table: Table = open_table(data, **open_options)
-    cols = table.columns if columns is None else list(dict.fromkeys(columns))
-    if not cols:
-        raise InvalidParameterError("columns: need at least one column")
-    table.check_columns(cols, "columns")
+    table, cols = _table_columns(data, columns, open_options)
     backend = table.backend
     with engine_errors(table.what, backend):
         if backend == "duckdb":
@@ -445,11 +451,7 @@ def cell_fingerprints(
     reordered, renamed in case, dropped or added, in CSV or Parquet, agree on the columns they share.
     """
     key_hex = _check_key(key)
-    table: Table = open_table(data, **open_options)
-    cols = table.columns if columns is None else list(dict.fromkeys(columns))
-    if not cols:
-        raise InvalidParameterError("columns: need at least one column")
-    table.check_columns(cols, "columns")
+    table, cols = _table_columns(data, columns, open_options)
     names = _unique_names(cols)
     params = [f"{key_hex}\x1f{n}\x1f" for n in names]
     return names, _engine_hashes(table, cols, _cell_sql, params)
