@@ -9,7 +9,24 @@ from __future__ import annotations
 
 
 class DistPrivError(Exception):
-    """Base class of every error raised by distpriv."""
+    """Base class of every error raised by distpriv.
+
+    ``argument`` names the *Python* argument at fault (``"stats"``,
+    ``"missing"``, ``"epsilon"``, …) when there is one. The library never
+    spells a command-line flag: :mod:`distpriv.cli` alone maps ``argument`` to
+    its flag (``stats`` → ``--stat``) when it prints the error. ``str(exc)`` is
+    ``"<argument>: <message>"`` when an argument is set, else the message.
+    """
+
+    def __init__(self, message: str = "", *args: object, argument: str | None = None) -> None:
+        super().__init__(message, *args)
+        self.message = message
+        self.argument = argument
+
+    def __str__(self) -> str:
+        if self.argument and not self.message.startswith(self.argument):
+            return f"{self.argument}: {self.message}"
+        return super().__str__()
 
 
 class InvalidParameterError(DistPrivError, ValueError):

@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> None:
 
         for line in curator_lines(list(getattr(exc, "curator_notes", ()) or ())):  # private: stderr only
             print(line, file=sys.stderr)
-        msg = " ".join(str(exc).split())
-        print(f"distpriv: error: {msg}", file=sys.stderr)
+        from .arguments import render_error
+
+        print(f"distpriv: error: {render_error(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("distpriv: interrupted", file=sys.stderr)
