@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pandas is imported where frames are handled (it costs ~0.4 
 
 __all__ = [
     "ADULT_QUERY",
+    "INTERNAL_KINDS",
     "KINDS",
     "OPERATORS",
     "Condition",
@@ -66,6 +67,10 @@ KINDS: dict[str, str] = {
     "count": "predicate",
     "proportion": "predicate",
 }
+
+#: Internal linear kinds (never typed by users; building blocks of the statistics of
+#: :mod:`distpriv.statspec`): ``sumsq`` sums v(r) = x², ``sumif`` sums v(r) = x·1[predicate].
+INTERNAL_KINDS: dict[str, str] = {"sumsq": "column", "sumif": "both"}
 
 
 def _is_numeric(series: pd.Series) -> bool:
@@ -334,9 +339,13 @@ class Statistic:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidTypeError(f"name: expected a non-empty string, got {name!r}")
-        if kind not in KINDS:
+        if kind not in KINDS and kind not in INTERNAL_KINDS:
             raise UnknownLabelError(f"kind: unknown statistic {kind!r}; expected one of {list(KINDS)}")
-        if KINDS[kind] == "column":
+        if INTERNAL_KINDS.get(kind) == "both":
+            if not isinstance(column, str) or not column or predicate is None:
+                raise InvalidParameterError(f"column: statistic {kind!r} needs a numeric column and a predicate")
+            pred: Predicate | None = as_predicate(predicate)
+        elif KINDS.get(kind, INTERNAL_KINDS.get(kind)) == "column":
             if not isinstance(column, str) or not column:
                 raise InvalidParameterError(f"column: statistic {kind!r} needs a numeric column name")
             if predicate is not None:
@@ -388,7 +397,14 @@ class Statistic:
         return self.kind in ("mean", "proportion")
 
     def row_values(self, df: pd.DataFrame) -> NDArray[np.float64]:
-        """v_j(r) for every row: the column value, or the predicate indicator."""
+        """v_j(r) for every row: the column value, or the predicate indicator (x² for ``sumsq``,
+        x·1[predicate] for ``sumif``)."""
+        if self.kind in INTERNAL_KINDS:
+            x = Statistic(self.name, "sum", column=self.column).row_values(df)
+            if self.kind == "sumsq":
+                return x * x
+            assert self.predicate is not None
+            return x * self.predicate.mask(df)
         if self.predicate is not None:
             return self.predicate.mask(df).astype(float)
         assert self.column is not None
@@ -409,6 +425,8 @@ class Statistic:
         df = _check_frame(df)
         if len(df) == 0:
             raise InvalidParameterError("df: cannot evaluate a statistic on an empty dataset")
+        if self.kind in INTERNAL_KINDS:
+            return float(self.row_values(df).sum())
         if self.predicate is not None:
             hits = int(self.predicate.mask(df).sum())
             return float(hits) if self.kind == "count" else hits / len(df)
@@ -416,6 +434,8 @@ class Statistic:
         return float(values.sum()) if self.kind == "sum" else float(values.mean())
 
     def __str__(self) -> str:
+        if self.kind == "sumif":
+            return f"sumif:{quote_name(str(self.column))}|{self.predicate}"
         target = quote_name(self.column) if self.column is not None else str(self.predicate)
         return f"{self.kind}:{target}"
 

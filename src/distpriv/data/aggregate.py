@@ -329,7 +329,7 @@ def summarize(
     moments = GroupMoments(q, counts, out_sums, scatter, pred)
     ranges: dict[str, tuple[float, float]] = {}
     for j, stat in enumerate(q.statistics):
-        if stat.column is not None:
+        if stat.column is not None and stat.kind in ("mean", "sum"):
             ranges[stat.column] = (float(lo[present, j].min()), float(hi[present, j].max()))
     return TableSummary(moments, total, total - kept if policy == "drop" else 0, miss, ranges, passes)
 

@@ -62,6 +62,8 @@ def used_columns(query: Query, protect: Predicate | None = None) -> list[str]:
         cols += list(protect.columns)
     for stat in query.statistics:
         cols += [stat.column] if stat.column is not None else list(stat.predicate.columns)  # type: ignore[union-attr]
+        if stat.column is not None and stat.predicate is not None:  # sumif: x·1[predicate]
+            cols += list(stat.predicate.columns)
     return list(dict.fromkeys(cols))
 
 
@@ -187,6 +189,12 @@ def predicate_expr(predicate: Predicate, table: Table, *, what: str = "predicate
 def contribution_expr(stat: Statistic, table: Table) -> nw.Expr:
     """v_j(r) as Float64: the column value (mean/sum) or the predicate indicator (count/proportion)."""
     what = f"statistic {stat.name!r}"
+    if stat.kind in ("sumsq", "sumif"):  # internal kinds (distpriv.statspec): x² and x·1[predicate]
+        x = contribution_expr(Statistic(stat.name, "sum", column=stat.column), table)
+        if stat.kind == "sumsq":
+            return x * x
+        assert stat.predicate is not None
+        return nw.when(predicate_expr(stat.predicate, table, what=what).fill_null(False)).then(x).otherwise(0.0)
     if stat.predicate is not None:
         return predicate_expr(stat.predicate, table, what=what).cast(nw.Float64)
     assert stat.column is not None

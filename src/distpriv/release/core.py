@@ -25,11 +25,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..data import open_table
 from ..data.fingerprint import normalise_name
+from ..data.sources import is_csv_input
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
 from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query
+from ..statspec import Layout, build_layout, is_plain
 from .compose import (
     Composition,
     check_compatible,
@@ -52,6 +55,7 @@ from .data import (
 )
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
 from .fingerprints import Overlap, compare_rows, new_key, table_cells
+from .layout import RecordingSampler, layout_modelling, quantile_laws, true_values
 from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
 from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
@@ -98,6 +102,21 @@ class Prepared:
     standardization: Standardization | None = None
     #: per earlier release, how the rows compare (private; :mod:`distpriv.release.fingerprints`)
     overlaps: dict[str, Overlap] = field(default_factory=dict)
+    #: the published coordinates of variances, quantiles, histograms, group-by and ratios (``None``: the
+    #: statistics are the linear ones of ``query``, one coordinate each)
+    layout: Layout | None = None
+    #: F(Data) of the published coordinates when ``layout`` is set (private; ``data.values`` otherwise)
+    truth: NDArray[np.float64] | None = None
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The true published statistics (private: never published)."""
+        return self.data.values if self.truth is None else self.truth
+
+    @property
+    def dim(self) -> int:
+        """Published coordinates m."""
+        return self.query.dim if self.layout is None else self.layout.dim
 
     @property
     def unidentified(self) -> dict[str, str]:
@@ -247,13 +266,25 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     DuckDB, Dask or PySpark frame, a path or glob) or an opened :class:`~distpriv.release.data.Table`.
     Every table is read by its own engine: one aggregate pass (and a bounded subsample for the model).
     """
-    query = build_query(spec.stats, spec.names)
     predicate = Predicate(spec.protect)
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
         data = spec.data
     pop_value = spec.population if spec.population is not None else spec.population_frame
+    layout = None
+    if is_plain(spec.stats):
+        query = build_query(spec.stats, spec.names)
+    else:  # variances, quantiles, histograms, group-by, ratios (distpriv.statspec): levels from the population
+        if spec.model is not None:
+            raise InvalidParameterError("a declared model (--model) covers the statistics of mean/sum/count/"
+                                        "proportion only; model the others from --population", argument="stats")
+        if pop_value is not None:
+            prefetch_sha256(pop_value)
+            pop_value = open_table(pop_value, what="--population", **(
+                csv_options(spec, "--population") if is_csv_input(pop_value) else {}))
+        layout = build_layout(spec.stats, spec.names, pop_value)
+        query = layout.base
     prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
     # the CSV options apply to every CSV input (open_input ignores them for Parquet files and frames)
     table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv_options(spec, "data"))
@@ -315,14 +346,27 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     else:
         assert n is not None
         modelling = model_f_theta(table, population, query, predicate, spec.pairs, n=n, samples=spec.samples,
-                                  rng=model_rng, population_sha256=input_sha, missing=spec.missing)
-        sens = (population if population is not None else table).summary.record_sensitivities(n)
+                                  rng=model_rng, population_sha256=input_sha, missing=spec.missing,
+                                  sampler_cls=None if layout is None else RecordingSampler)
+        sens = (None if layout is not None else
+                (population if population is not None else table).summary.record_sensitivities(n))
+    truth = None
+    if layout is not None:
+        assert n is not None and isinstance(modelling.sampler, RecordingSampler)
+        src = population if population is not None else table
+        laws = quantile_laws(layout, src, predicate, n, replace=population is None)
+        modelling.sampler.setup([layout.outputs[i].base[0] for i, o in enumerate(layout.outputs) if o.quantile],
+                                [laws[c].r for c, _, _ in layout.quantile_coordinates])
+        truth = true_values(layout, table, predicate, n, laws)
+        modelling = layout_modelling(modelling, layout, laws, list(dict.fromkeys(v for pr in spec.pairs for v in pr)))
+        sens = None  # the group-DP baselines take the linear statistics of mean/sum/count/proportion only
     # unit-free noise: everything downstream is calibrated on D⁻¹F (distpriv.release.standardize)
     std = standardization(modelling.model, spec.pairs)
     modelling = standardize_modelling(modelling, std.scale)
     if sens is not None:
         sens = np.asarray(sens, dtype=float) / std.scale
     prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
+    prep.layout, prep.truth = layout, truth
     if previous:  # refuse before any noise is drawn
         prep.overlaps = overlaps
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
@@ -367,9 +411,9 @@ def release(
     plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
     if prep.standardization is not None:
         plan = StandardizedPlan(plan, prep.standardization.scale)
-    x = prep.data.values if truth is None else np.asarray(truth, dtype=float)
-    if x.shape != (prep.query.dim,):
-        raise InvalidParameterError(f"truth: expected {prep.query.dim} statistics, got shape {x.shape}")
+    x = prep.values if truth is None else np.asarray(truth, dtype=float)
+    if x.shape != (prep.dim,):
+        raise InvalidParameterError(f"truth: expected {prep.dim} statistics, got shape {x.shape}")
     source = bits if bits is not None else bit_source(prep.spec.seed)
     values = plan.apply(x, source)
     del x

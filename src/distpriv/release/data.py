@@ -504,6 +504,7 @@ def model_f_theta(
     population_sha256: str | None = None,
     missing: str = "error",
     subsample: int = SUBSAMPLE_ROWS,
+    sampler_cls: type[MomentSampler] | None = None,
 ) -> Modelling:
     """Model f_θ for every θ in Ψ from the source's aggregates and a bounded subsample (module docstring).
 
@@ -529,7 +530,8 @@ def model_f_theta(
                 )
     sub = stratified_sample(src.source, query, predicate, subsample, seed=int(g.integers(2**62)), missing=missing,
                             summary=src.summary)
-    sampler = MomentSampler(sub, mom, n, replace=replace, reference=samples, seed=int(g.integers(2**62)))
+    sampler = (sampler_cls or MomentSampler)(sub, mom, n, replace=replace, reference=samples,
+                                             seed=int(g.integers(2**62)))
     if population is not None:
         source = "population"
         note = (f"f_θ modelled from the reference population ({population.kept} records, SHA-256 "

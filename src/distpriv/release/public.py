@@ -67,6 +67,7 @@ PUBLIC_FIELDS: tuple[str, ...] = (
     "spec", "randomness", "warnings", "data_dependent", "statistics[].name", "statistics[].spec",
     "statistics[].interval_level", "report.modelling.source", "report.modelling.samples_per_theta", "report.modelling.input_sha256",
     "report.modelling.n", "report.modelling.note", "provenance.version", "provenance.spec",
+    "statistics[].kind", "statistics[].linear", "statistics[].labels",
 )
 
 
@@ -120,12 +121,40 @@ def _stats(result: ReleaseResult) -> list[dict[str, Any]]:
     spread = std_.spread if std_ is not None else [None] * len(std)
     ivs = result.intervals  # (1 − α) per statistic, from the exact noise law (distpriv.release.intervals)
     disp = result.display
+    layout = result.prepared.layout
+    if layout is not None:  # vector statistics publish lists, one entry per coordinate (distpriv.statspec)
+        return layout_stats(layout, result.values, std, grids, spread, ivs, disp)
     return [{"name": nm, "spec": st, "value": float(v), "noise_std": float(s), "grid": g,
              "spread": None if sp is None else float(sp),
              "noise_to_spread": None if sp is None or not sp > 0 else float(s) / float(sp),
              "interval": iv.to_list(), "interval_level": iv.level, "display": ds}
             for nm, st, v, s, g, sp, iv, ds in zip(spec.names, spec.stats, result.values, std, grids, spread, ivs, disp,
                                                     strict=True)]
+
+
+def layout_stats(layout: Any, values: Any, std: Any, grids: Any, spread: Any, ivs: Any, disp: Any
+                 ) -> list[dict[str, Any]]:
+    """Per published statistic of a :class:`~distpriv.statspec.Layout`: a scalar one as before, a vector one
+    (histogram, group-by) with ``value``, ``noise_std``, ``interval``, ``grid``, ``spread``,
+    ``noise_to_spread`` and ``display`` as lists (one entry per coordinate) and its ``labels``."""
+    out = []
+    for o, sl in zip(layout.outputs, layout.slices, strict=True):
+        rows = []
+        for i in range(sl.start, sl.stop):
+            sp = spread[i]
+            rows.append({"value": float(values[i]), "noise_std": float(std[i]), "grid": grids[i],
+                         "spread": None if sp is None else float(sp),
+                         "noise_to_spread": None if sp is None or not sp > 0 else float(std[i]) / float(sp),
+                         "interval": ivs[i].to_list(), "display": disp[i]})
+        entry: dict[str, Any] = {"name": o.name, "spec": o.spec, "kind": o.kind, "linear": o.linear}
+        if o.vector:
+            entry["labels"] = list(o.labels)
+            entry.update({k: [r[k] for r in rows] for k in rows[0]})
+        else:
+            entry.update(rows[0])
+        entry["interval_level"] = ivs[sl.start].level
+        out.append(entry)
+    return out
 
 
 def public_payload(result: ReleaseResult) -> dict[str, Any]:

@@ -273,6 +273,21 @@ def noise_warnings(doc: dict[str, Any]) -> list[str]:
     return []
 
 
+def flat_statistics(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per published coordinate: a vector statistic (lists of values, one per label) becomes one
+    entry per label, named ``name[label]``; scalar statistics are returned as they are."""
+    out = []
+    for st in doc["statistics"]:
+        labels = st.get("labels")
+        if not isinstance(st.get("value"), list) or labels is None:
+            out.append(st)
+            continue
+        for i, lab in enumerate(labels):
+            out.append({**{k: (v[i] if isinstance(v, list) and k != "labels" else v) for k, v in st.items()},
+                        "name": f"{st['name']}[{lab}]"})
+    return out
+
+
 def interval_warnings(doc: dict[str, Any]) -> list[str]:
     """One line per statistic whose (1 − α) interval's half-width exceeds |published value| (issue 21, item 4).
 
@@ -281,7 +296,7 @@ def interval_warnings(doc: dict[str, Any]) -> list[str]:
     those do.
     """
     out = []
-    for st in doc["statistics"]:
+    for st in flat_statistics(doc):
         iv = st.get("interval")
         if iv is None:
             continue
@@ -307,7 +322,7 @@ def value_renderings(doc: dict[str, Any]) -> list[str]:
     removing them leaves the same text whether or not a warning fired), longest first: a side-channel diff
     removes these, then the values' ``repr``, and compares the rest.
     """
-    out = {*_interval_warning_lines(doc), *(s["display"] for s in doc["statistics"] if s.get("display"))}
+    out = {*_interval_warning_lines(doc), *(s["display"] for s in flat_statistics(doc) if s.get("display"))}
     return sorted(out, key=len, reverse=True)
 
 
@@ -478,7 +493,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
     rows = [{"Statistic": md_escape(st["name"]), "Definition": md_code(st["spec"]),
              "Released value": st.get("display") or repr(st["value"]),
              "Noise std. dev.": st["noise_std"], "Spread under the model": st.get("spread"),
-             "Noise / spread": st.get("noise_to_spread")} for st in doc["statistics"]]
+             "Noise / spread": st.get("noise_to_spread")} for st in flat_statistics(doc)]
     cols = ["Statistic", "Definition", "Released value", "Noise std. dev.", "Spread under the model", "Noise / spread"]
     if exact:
         note = ("Released **exactly, without noise** (Theorem 5.4): these are the statistics of the table themselves, "
