@@ -146,7 +146,6 @@ class QuantileLaw:
 
     def _compute(self, k: int) -> NDArray[np.float64]:
         n, r = self.n, self.r
-        draws = (k, n - k)
         big_p, big_q = (int(t) for t in self.totals)
         if not self.replace and (k > big_p or n - k > big_q):
             raise InvalidParameterError(f"the population holds {big_p} and {big_q} records, fewer than the {k} and "

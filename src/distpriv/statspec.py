@@ -403,18 +403,18 @@ def build_layout(stats: Sequence[str], names: Sequence[str], population: Any = N
                                    f"(values: {present[:20]})")
             else:
                 groups = _levels(population, req.by, f"{text!r}")
-            conds = [Condition(req.by, "=", g) for g in groups]
+            by_conds = [Condition(req.by, "=", g) for g in groups]
             if req.kind == "count":
-                sts = tuple(Statistic(name, "count", predicate=Predicate(req.target) & Predicate(c)) for c in conds)
+                sts = tuple(Statistic(name, "count", predicate=Predicate(req.target) & Predicate(c)) for c in by_conds)
                 outputs.append(Output(name, text, "count", "copy", tuple(add(s) for s in sts), tuple(groups), True,
                                       statistics=sts))
             else:
-                sums = tuple(Statistic(name, "sumif", column=req.target, predicate=Predicate(c)) for c in conds)
+                sums = tuple(Statistic(name, "sumif", column=req.target, predicate=Predicate(c)) for c in by_conds)
                 if req.kind == "sum":
                     outputs.append(Output(name, text, "sum", "copy", tuple(add(s) for s in sums), tuple(groups),
                                           True, statistics=sums))
                 else:
-                    cnts = tuple(Statistic(name, "count", predicate=Predicate(c)) for c in conds)
+                    cnts = tuple(Statistic(name, "count", predicate=Predicate(c)) for c in by_conds)
                     outputs.append(Output(name, text, "mean", "ratio", tuple(add(s) for s in (*sums, *cnts)),
                                           tuple(groups), False))
     return Layout(outputs, Query(base))

@@ -133,7 +133,7 @@ class LayoutSampler:
         size = out.shape[0]
         for j, c in enumerate(self.coords):
             key = ranks[:, j] if ranks is not None else np.zeros(size)
-            order = np.lexsort((g.random(size), key))  # by rank, ties at random
+            order = np.lexsort((np.asarray(g.random(size)), key))  # by rank, ties at random
             values = self.laws[c].inverse(k, (np.arange(size) + 0.5) / size)
             out[order, c] = values
         return out

@@ -190,6 +190,10 @@ class ReleaseSpec:
             object.__setattr__(self, "names", tuple(self.stats))
         if len(self.names) != len(self.stats):
             raise InvalidParameterError("stats: names and statistics differ in length")
+        from ..statspec import parse_request
+
+        for text in self.stats:  # quantile levels, bins, options: refused before anything is read
+            parse_request(text)
         if not isinstance(self.protect, str) or not self.protect.strip():
             raise InvalidParameterError("--protect: give the protected predicate, e.g. --protect 'income=>50K'")
         object.__setattr__(self, "pairs", _check_pairs(self.pairs))
