@@ -728,3 +728,60 @@ def mixture_pure_epsilon_1d_laplace(samples_a: ArrayLike, samples_b: ArrayLike, 
     y = np.unique(np.concatenate([np.linspace(c.min() - 5 * b, c.max() + 5 * b, 200_001), c]))
     return float(np.max(np.abs(np.log(_mixture_1d(y, xa[:, 0], wa, "laplace", b))
                                - np.log(_mixture_1d(y, xb[:, 0], wb, "laplace", b)))))
+
+
+# --------------------------------------------------------------------------- quantiles and W∞ (issue 22)
+
+
+def enumerated_quantile_law(values_p: Sequence[float], values_q: Sequence[float], k: int, n: int,
+                            q: float) -> dict[float, float]:
+    """Law of the lower q-quantile (the r-th smallest, r = max(1, ceil(q n))) of a dataset of k records drawn
+    without replacement from ``values_p`` and n − k from ``values_q``, by enumerating every pair of subsets
+    (tiny populations only): each pair is equally likely."""
+    from itertools import combinations
+
+    r = max(1, math.ceil(round(q * n, 12)))
+    out: dict[float, float] = {}
+    subsets_p = [sorted(c) for c in combinations(values_p, k)]
+    subsets_q = [sorted(c) for c in combinations(values_q, n - k)]
+    weight = 1.0 / (len(subsets_p) * len(subsets_q))
+    for a in subsets_p:
+        for b in subsets_q:
+            v = float(sorted(a + b)[r - 1])
+            out[v] = out.get(v, 0.0) + weight
+    return out
+
+
+def weighted_delta_1d(xa: ArrayLike, wa: ArrayLike, xb: ArrayLike, wb: ArrayLike, law: NoiseLaw,
+                      epsilon: float, k: int = 16) -> Profile:
+    """True δ(ε) (both orders) of F + Z for 1-D finite laws F (atoms x, weights w) and 1-D noise."""
+    xa_, xb_ = np.asarray(xa, dtype=float), np.asarray(xb, dtype=float)
+    wa_, wb_ = np.asarray(wa, dtype=float), np.asarray(wb, dtype=float)
+    if law.kind == "laplace":
+        assert law.basis is not None and law.scales is not None
+        kind, scale, sign = "laplace", float(law.scales[0]), float(law.basis[0, 0])
+    else:
+        kind, scale, sign = "gaussian", float(np.sqrt(law.covariance[0, 0])), 1.0
+    f, b, t = _mixture_delta_1d(xa_ * sign, wa_, xb_ * sign, wb_, kind, scale, epsilon, k)
+    return Profile(f, b, t, "weighted mixture 1-D")
+
+
+def bottleneck_l1(samples_a: ArrayLike, samples_b: ArrayLike) -> float:
+    """W∞ between two equal-size empirical laws in the L1 norm: the least t such that a perfect matching uses only
+    pairs at distance <= t (binary search over the distinct distances, each tested by a maximum matching)."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    a, b = np.atleast_2d(np.asarray(samples_a, dtype=float)), np.atleast_2d(np.asarray(samples_b, dtype=float))
+    d = cdist(a, b, metric="cityblock")
+    cand = np.unique(d)
+    lo, hi = 0, cand.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        cost = (d > cand[mid]).astype(float)
+        rows, cols = linear_sum_assignment(cost)
+        if cost[rows, cols].sum() == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(cand[lo])

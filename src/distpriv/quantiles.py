@@ -186,8 +186,10 @@ class QuantileLaw:
     def w_infinity(self, k_a: int, k_b: int) -> float:
         """W∞ between the laws for k_a and k_b protected records: sup_u |F_a⁻¹(u) − F_b⁻¹(u)| (1-D, exact)."""
         ca, cb = self.cdf(k_a), self.cdf(k_b)
-        # the quantile functions are step functions jumping at the CDF values: check every plateau
-        us = np.unique(np.concatenate([ca, cb]))
-        us = us[(us > 0) & (us <= 1)]
-        mids = np.concatenate([us, (us[:-1] + us[1:]) / 2]) if us.size > 1 else us
+        # the quantile functions are left-continuous steps jumping at the CDF values: the sup is attained inside
+        # the open intervals between consecutive jumps (jumps closer than 1e-12, float rounding, are merged)
+        us = np.unique(np.concatenate([[0.0, 1.0], ca, cb]))
+        us = us[(us >= 0) & (us <= 1)]
+        us = us[np.concatenate([[True], np.diff(us) > 1e-12])]
+        mids = (us[:-1] + us[1:]) / 2
         return float(np.max(np.abs(self.inverse(k_a, mids) - self.inverse(k_b, mids)))) if mids.size else 0.0
