@@ -361,6 +361,6 @@ def public_context(result: ReleaseResult) -> PublicContext:
         selection=result.selection if public else None,
         sensitivities=prep.sensitivities if public else None,
         pairs=tuple(spec.pairs), epsilon=spec.epsilon, delta=spec.delta, calibration=spec.calibration,
-        names=tuple(spec.names), seed=prep.seed,
+        names=tuple(spec.names) if prep.layout is None else tuple(prep.layout.coordinate_names()), seed=prep.seed,
         scale=prep.standardization.scale if public and prep.standardization is not None else None,
     )

@@ -341,7 +341,7 @@ def _exact_words(doc: dict[str, Any]) -> str:
     combos = doc.get("noise", {}).get("exact_combinations") or []
     if not combos:
         return ""
-    names = [st["name"] for st in doc["statistics"]]
+    names = [st["name"] for st in flat_statistics(doc)]
     parts = []
     for coef in combos:
         terms = [f"{v:+.3g}·{md_escape(n)}" for v, n in zip(coef, names, strict=True) if abs(v) > 1e-9]
@@ -545,7 +545,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
     mod = doc["report"]["modelling"]
     body = md_escape(mod["note"]) + (
         f"\n\n{mod['samples_per_theta']} datasets were sampled per θ." if mod["samples_per_theta"] else "")
-    names = [st["name"] for st in doc["statistics"]]
+    names = [st["name"] for st in flat_statistics(doc)]
     if figures and len(names) > MAX_PANELS:
         body += (f"\n\nThe figure shows the first {MAX_PANELS} of {len(names)} statistics; not shown: "
                  + _list(names[MAX_PANELS:], 50) + ".")
