@@ -5,14 +5,16 @@ mechanisms run on our models and are accounted by :mod:`distpriv.accounting`. Ou
 
 * **Kantorovich** (Ding, "Kantorovich Mechanism for Pufferfish Privacy", AISTATS 2022): Laplace noise
   Lap(Δ_K/ε) per component, Δ_K = max over Ψ of the largest displacement ||x − y||₁ on the support of
-  the *Kantorovich* optimal transport plan between f_θi and f_θj (the plan minimising E||X − Y||₁,
-  which a linear program gives directly from the conditional statistics). Conditionally on the plan
-  a shift of L1 length <= Δ_K costs at most e^ε, so the claim is (ε, 0). On an
-  :class:`~distpriv.EmpiricalModel` with equally many samples per θ the plan is an optimal assignment
-  (Birkhoff–von Neumann: an LP over doubly stochastic matrices has a permutation optimum); on a
-  :class:`~distpriv.GaussianModel` with equal covariances it is the translation x ↦ x + Δμ
-  (E||X − Y||₁ >= ||Δμ||₁ by Jensen), so Δ_K = ||Δμ||₁; with unequal covariances its displacement is
-  unbounded and no ε is proven (refused). Δ_K >= W∞ (the Wasserstein mechanism's Δ_W), since W∞ is
+  the *Kantorovich* optimal transport plan between f_θi and f_θj, which a linear program gives
+  directly from the conditional statistics. The ground cost is the squared Euclidean distance: its
+  optimal plan is unique (Brenier), the monotone coupling in 1-D and the Monge map for Gaussians
+  (the L1 cost has many optimal plans with different largest displacements, so "the" plan would be
+  the solver's choice). Conditionally on the plan a shift of L1 length <= Δ_K costs at most e^ε, so
+  the claim is (ε, 0). On an :class:`~distpriv.EmpiricalModel` with equally many samples per θ the
+  plan is an optimal assignment (Birkhoff–von Neumann: an LP over doubly stochastic matrices has a
+  permutation optimum); on a :class:`~distpriv.GaussianModel` with equal covariances it is the
+  translation x ↦ x + Δμ, so Δ_K = ||Δμ||₁; with unequal covariances the Monge map's displacement
+  is unbounded and no ε is proven (refused). Δ_K >= W∞ (the Wasserstein mechanism's Δ_W), since W∞ is
   the least largest displacement over all plans.
 * **Ding (L)** (Ding, "Approximation of Pufferfish Privacy for Gaussian Priors", arXiv 2401.12391,
   2024): for f_θ = N(μ_θ, Σ_θ), the Monge map T(x) = μ_j + A(x − μ_i),
@@ -59,9 +61,10 @@ def _laplace(name: str, label: str, dim: int, scale: float, guarantee: Guarantee
 
 # --------------------------------------------------------------------------- Kantorovich plan
 def kantorovich_displacement(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
-    """(max, mean) L1 displacement of a Kantorovich (E||X − Y||₁-optimal) plan between two equal-size samples.
+    """(max, mean) L1 displacement of the Kantorovich (E||X − Y||₂²-optimal) plan between two equal-size samples.
 
-    The plan is an optimal assignment (:func:`scipy.optimize.linear_sum_assignment` on the L1 cost).
+    The plan is an optimal assignment (:func:`scipy.optimize.linear_sum_assignment` on the squared
+    Euclidean cost); the displacements are measured in L1, the norm of the Laplace noise.
     """
     from scipy.optimize import linear_sum_assignment
     from scipy.spatial.distance import cdist
@@ -72,9 +75,8 @@ def kantorovich_displacement(x: NDArray[np.float64], y: NDArray[np.float64]) -> 
             f"(got {x.shape[0]} and {y.shape[0]})")
     if x.shape[0] > MAX_ASSIGNMENT:
         raise InvalidParameterError(f"model: at most {MAX_ASSIGNMENT} samples per θ for the Kantorovich plan, got {x.shape[0]}")
-    cost = cdist(x, y, metric="cityblock")
-    r, c = linear_sum_assignment(cost)
-    d = cost[r, c]
+    r, c = linear_sum_assignment(cdist(x, y, metric="sqeuclidean"))
+    d = np.abs(x[r] - y[c]).sum(axis=1)
     return float(d.max(initial=0.0)), float(d.mean())
 
 
@@ -105,8 +107,8 @@ def kantorovich(inp: Inputs) -> Mechanism:
     sens = max(per_pair)
     g_ = Guarantee(inp.epsilon, 0.0, "kantorovich", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                    assumptions=assumptions, theorem=KANTOROVICH_SOURCE,
-                   notes=(f"Kantorovich sensitivity Δ_K = {sens:.6g} (largest L1 displacement of the E||X − Y||₁-optimal "
-                          f"plan; its mean displacement, the Kantorovich cost W1, is {max(means):.6g})",))
+                   notes=(f"Kantorovich sensitivity Δ_K = {sens:.6g} (largest L1 displacement of the E||X − Y||₂²-optimal "
+                          f"plan; its mean L1 displacement is {max(means):.6g})",))
     return _laplace("kantorovich", "Kantorovich", model.dim, sens / inp.epsilon, g_,
                     {"kantorovich_sensitivity": sens, "per_pair": per_pair, "w1": means})
 
