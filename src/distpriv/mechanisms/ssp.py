@@ -139,16 +139,45 @@ class PairBasis:
 
 
 def pair_basis(model: GaussianModel, a: Any, b: Any) -> PairBasis:
-    """Generalised eigenvectors of (Σ_b, Σ_a): WᵀΣ_a W = I, WᵀΣ_b W = diag(λ) (scipy.linalg.eigh)."""
-    sa, sb = model.covariance(a), model.covariance(b)
-    if np.linalg.eigvalsh(sa).min() <= 1e-12 * max(1.0, float(np.abs(sa).max())):
-        raise InvalidParameterError("model: the SSP quantizer needs non-singular covariances Σ_θ (full-rank f_θ)")
+    """Generalised eigenvectors of (Σ_b, Σ_a): WᵀΣ_a W = I, WᵀΣ_b W = diag(λ) (scipy.linalg.eigh).
+
+    A direction e that both covariances leave without variance (a statistic fixed by the secret, e.g.
+    the count of records satisfying the protected predicate) is a point mass under both laws: it gets
+    a coordinate of variance 0, scaled so the pair's shift along it has length 1 (or left unit-norm
+    without a shift). A null direction of one covariance only is refused (the output laws would be
+    mutually singular there whatever the width).
+    """
     from scipy import linalg
 
-    lam, w = linalg.eigh(sb, sa)
-    w = np.asarray(w, dtype=float)
+    sa, sb = model.covariance(a), model.covariance(b)
+    tol = 1e-10 * max(1.0, float(np.abs(sa).max()), float(np.abs(sb).max()))
+    wa, va = np.linalg.eigh(sa)
+    null = va[:, wa <= tol]
+    if null.shape[1] and (np.abs(null.T @ sb @ null).max() > tol or np.linalg.eigvalsh(sb).min() < -tol):
+        raise InvalidParameterError("model: a direction has variance under one secret and none under the other; "
+                                    "the SSP quantizer cannot account it")
+    rng_ = va[:, wa > tol]
+    # generalised eigenproblem on the common range
+    lam, u = linalg.eigh(rng_.T @ sb @ rng_, rng_.T @ sa @ rng_)
+    w = rng_ @ np.asarray(u, dtype=float)
+    v1 = np.asarray(lam, dtype=float)
+    v0 = np.ones(w.shape[1])
+    if null.shape[1]:
+        shift = null.T @ (model.mean(b) - model.mean(a))
+        cols = []
+        for k in range(null.shape[1]):
+            cols.append(null[:, k] / abs(shift[k]) if abs(shift[k]) > tol else null[:, k])
+        w = np.hstack([w, np.column_stack(cols)])
+        v0 = np.concatenate([v0, np.zeros(null.shape[1])])
+        v1 = np.concatenate([v1, np.zeros(null.shape[1])])
     m0, m1 = w.T @ model.mean(a), w.T @ model.mean(b)
-    return PairBasis(w, np.linalg.inv(w).T, 0.5 * (m0 + m1), m0, np.ones(w.shape[1]), m1, np.asarray(lam, dtype=float))
+    return PairBasis(w, np.linalg.inv(w).T, 0.5 * (m0 + m1), m0, v0, m1, v1)
+
+
+def _point_loss(mp: float, mq: float, width: float, centre: float) -> FiniteLoss:
+    """A coordinate fixed under both laws: same bin -> loss 0; different bins -> all P-mass at +∞."""
+    same = math.floor((mp - centre) / width + 0.5) == math.floor((mq - centre) / width + 0.5)
+    return FiniteLoss(np.zeros(1), np.ones(1)) if same else FiniteLoss(np.zeros(0), np.zeros(0), 1.0)
 
 
 def _edges(m0: float, s0: float, m1: float, s1: float, width: float, centre: float) -> tuple[NDArray[np.float64], float, float]:
@@ -168,6 +197,9 @@ def coordinate_losses(pb: PairBasis, width: float, *, reverse: bool = False) -> 
         if reverse:
             mp, vp, mq, vq = mq, vq, mp, vp
         sp, sq = math.sqrt(vp), math.sqrt(vq)
+        if sp == 0 or sq == 0:
+            out.append(_point_loss(mp, mq, width, float(pb.centre[k])))
+            continue
         edges, lo, hi = _edges(mp, sp, mq, sq, width, float(pb.centre[k]))
         lp, lq = log_bin_masses(edges, mp, sp), log_bin_masses(edges, mq, sq)
         outside = float(special.ndtr((lo - mp) / sp) + special.ndtr(-(hi - mp) / sp))
@@ -216,6 +248,8 @@ def quantizer_delta(pb: PairBasis, width: float, epsilon: float, *, rtol: float 
     """
     lo_w, up_w = 0.0, 0.0
     orders = [coordinate_losses(pb, width, reverse=rev) for rev in (False, True)]
+    if any(c.loss.size == 0 and c.inf_mass >= 1.0 for coords in orders for c in coords):
+        return 1.0, 1.0  # a fixed coordinate lands in different bins: the outputs are disjoint, δ = 1
     if target is not None:
         # post-processing: one coordinate of the output proves a lower bound on the joint δ (cheap rejection)
         for coords in orders:
