@@ -192,6 +192,8 @@ def run(
     notes.add("every mechanism is calibrated to the same target (ε, δ) on the same Gaussian f_θ (Kantorovich on its "
               "1,000 samples per θ, with its proven δ under the Gaussian f_θ in exact_delta); claimed_delta is what "
               "our exact accounting proves (<= the target)")
+    notes.add("OptM (G) minimises E||Z||₂² (the trace of Σ_Z), not E||Z||₂: a rank-one noise (DirM (G), DauM (G)) of "
+              "slightly larger trace can show a smaller L2 error, since E||Z||₂ = σ·sqrt(2/π) in one direction")
     notes.add("SSP quantizer: a deterministic output; with bins wider than f_θ's spread it releases (nearly) the "
               "pair's public midpoint, so its error is f_θ's own spread around it — the price is that the release "
               "carries almost no information about F(D) beyond Ψ")
