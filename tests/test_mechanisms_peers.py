@@ -146,3 +146,19 @@ def test_ding_multidimensional_claim_is_proven_by_the_exact_core() -> None:
     assert mech.details["exact_delta"] <= 1e-3  # the coupling bound Ding's scale rests on is valid
     shift, r, _ = ding.ding_radius(MODEL_2D.mean(0), MODEL_2D.covariance(0), MODEL_2D.mean(1), MODEL_2D.covariance(1), 1e-3)
     assert shift == pytest.approx(1.5) and r > 0
+
+
+# --------------------------------------------------------------------------- the independent oracle
+@pytest.mark.parametrize("model", [
+    dp.GaussianModel(means={0: [0.0], 1: [0.8]}, covariances={0: [[1.0]], 1: [[2.25]]}),
+    MODEL_2D,
+], ids=["1d", "2d"])
+def test_ding_claim_passes_the_independent_oracle(model: dp.GaussianModel) -> None:
+    from profile_oracle import claim, noise_law, output_delta
+
+    mech = dp.calibrate("ding-laplace", model, [(0, 1)], epsilon=0.7, delta=1e-3)
+    eps, delta = claim(mech)
+    truth = output_delta(model.mean(0), model.covariance(0), model.mean(1), model.covariance(1), noise_law(mech), eps)
+    assert not truth.violates(delta), (truth, delta)
+    if model.dim == 1:  # 1-D Gauss⊛Laplace profiles are tight: the claim is within 20% of the oracle's δ
+        assert delta <= 1.2 * truth.delta + truth.tol
