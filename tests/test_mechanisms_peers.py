@@ -26,6 +26,8 @@ MODEL_2D = dp.GaussianModel(means={0: [0.0, 0.0], 1: [1.0, 0.5]},
 def test_ssp_mean_quantizer_reproduces_their_readme_example() -> None:
     # fjxmlzn/summary_statistic_privacy README: mean_mechanism(samples=[0.1, 0.2, 0.3], s=0.1) -> [0.15, 0.25, 0.35]
     np.testing.assert_allclose(ssp.ssp_mean_release([0.1, 0.2, 0.3], 0.1), [0.15, 0.25, 0.35], atol=1e-12)
+    # README: quantile_mechanism(samples=[0.1, 0.2, 0.3], s=0.2, alpha=0.5) -> [0.15, 0.3, 0.45]
+    np.testing.assert_allclose(ssp.ssp_quantile_release([0.1, 0.2, 0.3], 0.2, 0.5), [0.15, 0.3, 0.45], atol=1e-12)
     # the released mean is always the bin midpoint, and the shape of the sample is kept
     out = ssp.ssp_mean_release([3.0, 4.0, 8.0], 2.0)
     assert out.mean() == pytest.approx(5.0) and np.ptp(out) == pytest.approx(5.0)

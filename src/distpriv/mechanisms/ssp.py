@@ -69,6 +69,22 @@ def ssp_mean_release(samples: ArrayLike, s: float) -> NDArray[np.float64]:
     return x + ((math.floor(mean / s) + 0.5) * s - mean)
 
 
+def ssp_quantile_release(samples: ArrayLike, s: float, level: float) -> NDArray[np.float64]:
+    """Lin et al.'s quantile quantizer on a 1-D sample: rescale so the ``level``-quantile is its bin's midpoint.
+
+    new = x · q'/q with q the sample quantile (linear interpolation) and q' = (⌊q/s⌋ + 1/2)·s;
+    q must be non-zero (a scale change cannot move a zero quantile).
+    """
+    x = check_array(samples, "samples", ndim=1)
+    s = check_positive(s, "s")
+    if not 0.0 <= float(level) <= 1.0:
+        raise InvalidParameterError(f"must lie in [0, 1], got {level}", argument="level")
+    q = float(np.quantile(x, float(level)))
+    if q == 0.0:
+        raise InvalidParameterError("the quantile of the sample is 0; a rescaling cannot move it", argument="samples")
+    return x * ((math.floor(q / s) + 0.5) * s / q)
+
+
 # --------------------------------------------------------------------------- bin masses
 def _log_diff(log_hi: NDArray[np.float64], log_lo: NDArray[np.float64]) -> NDArray[np.float64]:
     """ln(e^{a} − e^{b}) for a >= b (−inf where equal)."""
@@ -408,4 +424,4 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
 
 
 __all__ = ["FiniteLoss", "PairBasis", "QuantizerMechanism", "coordinate_losses", "log_bin_masses", "pair_basis",
-           "quantizer_delta", "ssp_mean_release", "ssp_quantizer"]
+           "quantizer_delta", "ssp_mean_release", "ssp_quantile_release", "ssp_quantizer"]
