@@ -71,10 +71,11 @@ def kantorovich_displacement(x: NDArray[np.float64], y: NDArray[np.float64]) -> 
 
     if x.shape[0] != y.shape[0]:
         raise InvalidParameterError(
-            f"model: the Kantorovich plan is computed as an assignment and needs equally many samples per θ "
-            f"(got {x.shape[0]} and {y.shape[0]})")
+            f"the Kantorovich plan is computed as an assignment and needs equally many samples per θ "
+            f"(got {x.shape[0]} and {y.shape[0]})", argument="model")
     if x.shape[0] > MAX_ASSIGNMENT:
-        raise InvalidParameterError(f"model: at most {MAX_ASSIGNMENT} samples per θ for the Kantorovich plan, got {x.shape[0]}")
+        raise InvalidParameterError(f"at most {MAX_ASSIGNMENT} samples per θ for the Kantorovich plan, got {x.shape[0]}",
+                                    argument="model")
     r, c = linear_sum_assignment(cdist(x, y, metric="sqeuclidean"))
     d = np.abs(x[r] - y[c]).sum(axis=1)
     return float(d.max(initial=0.0)), float(d.mean())
@@ -96,8 +97,9 @@ def kantorovich(inp: Inputs) -> Mechanism:
         gap = covariance_gap(g, inp.pairs)
         if gap > 1e-12:
             raise AssumptionError(
-                "model: the Kantorovich plan between Gaussians with different covariances moves points arbitrarily "
-                f"far (relative covariance gap {gap:.3g}), so no ε is proven; use an EmpiricalModel or 'ding-laplace'")
+                "the Kantorovich plan between Gaussians with different covariances moves points arbitrarily "
+                f"far (relative covariance gap {gap:.3g}), so no ε is proven; use an EmpiricalModel or 'ding-laplace'",
+                argument="model")
         for a, b in inp.pairs:
             d = float(np.abs(g.mean(a) - g.mean(b)).sum())
             per_pair.append(d)
@@ -148,8 +150,8 @@ def ding_laplace(inp: Inputs) -> Mechanism:
     gap = covariance_gap(g, inp.pairs)
     if gap > 1e-12 and target <= 0:
         raise InvalidParameterError(
-            "delta: Ding (L) needs delta in (0, 1) when the covariances differ across θ (the Monge map's "
-            "displacement is unbounded)")
+            "Ding (L) needs delta in (0, 1) when the covariances differ across θ (the Monge map's "
+            "displacement is unbounded)", argument="delta")
     best, parts = 0.0, (0.0, 0.0, "")
     for a, b in inp.pairs:
         for i, j in ((a, b), (b, a)):

@@ -170,8 +170,8 @@ def pair_basis(model: GaussianModel, a: Any, b: Any) -> PairBasis:
     wa, va = np.linalg.eigh(sa)
     null = va[:, wa <= tol]
     if null.shape[1] and (np.abs(null.T @ sb @ null).max() > tol or np.linalg.eigvalsh(sb).min() < -tol):
-        raise InvalidParameterError("model: a direction has variance under one secret and none under the other; "
-                                    "the SSP quantizer cannot account it")
+        raise InvalidParameterError("a direction has variance under one secret and none under the other; "
+                                    "the SSP quantizer cannot account it", argument="model")
     rng_ = va[:, wa > tol]
     # generalised eigenproblem on the common range
     lam, u = linalg.eigh(rng_.T @ sb @ rng_, rng_.T @ sa @ rng_)
@@ -371,7 +371,8 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
     """
     if len(inp.pairs) != 1:
         raise InvalidParameterError(
-            f"pairs: the SSP quantizer protects one secret pair (Lin et al.'s mechanisms hide one secret); got {len(inp.pairs)}")
+            f"the SSP quantizer protects one secret pair (Lin et al.'s mechanisms hide one secret); got {len(inp.pairs)}",
+            argument="pairs")
     g = as_gaussian(inp.model)
     a, b = inp.pairs[0]
     pb = pair_basis(g, a, b)
@@ -398,8 +399,8 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
             lo, up = quantizer_delta(pb, chosen, eps)
         if math.isnan(chosen):
             raise InvalidParameterError(
-                f"epsilon: no bin width up to {WIDTH_GRID[-1]:g}× the pair's Mahalanobis distance meets (ε, δ) = "
-                f"({eps:g}, {target:g}) for the SSP quantizer")
+                f"no bin width up to {WIDTH_GRID[-1]:g}× the pair's Mahalanobis distance meets (ε, δ) = "
+                f"({eps:g}, {target:g}) for the SSP quantizer", argument="epsilon")
     tv_lo, tv_up = quantizer_delta(pb, chosen, 0.0)
     claimed = min(1.0, up)
     notes = (
