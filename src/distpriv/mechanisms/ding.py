@@ -54,9 +54,11 @@ DING_SOURCE = "Ding, Approximation of Pufferfish Privacy for Gaussian Priors (ar
 MAX_ASSIGNMENT = 4000
 
 
-def _laplace(name: str, label: str, dim: int, scale: float, guarantee: Guarantee, details: dict[str, Any]) -> Mechanism:
-    return Mechanism(name=name, label=label, dim=dim, kind="laplace", guarantee=guarantee, basis=np.eye(dim),
-                     scales=np.full(dim, scale), details={**details, "laplace_scale": scale})
+def _laplace(name: str, label: str, inp: Inputs, scale: float, guarantee: Guarantee, details: dict[str, Any]) -> Mechanism:
+    """Lap(scale) on every component: the Wasserstein mechanism's constructor (one place builds per-component Laplace)."""
+    from .wasserstein import _laplace as per_component
+
+    return per_component(name, label, inp, scale, guarantee, **details)
 
 
 # --------------------------------------------------------------------------- Kantorovich plan
@@ -111,7 +113,7 @@ def kantorovich(inp: Inputs) -> Mechanism:
                    assumptions=assumptions, theorem=KANTOROVICH_SOURCE,
                    notes=(f"Kantorovich sensitivity Δ_K = {sens:.6g} (largest L1 displacement of the E||X − Y||₂²-optimal "
                           f"plan; its mean L1 displacement is {max(means):.6g})",))
-    return _laplace("kantorovich", "Kantorovich", model.dim, sens / inp.epsilon, g_,
+    return _laplace("kantorovich", "Kantorovich", inp, sens / inp.epsilon, g_,
                     {"kantorovich_sensitivity": sens, "per_pair": per_pair, "w1": means})
 
 
@@ -165,7 +167,7 @@ def ding_laplace(inp: Inputs) -> Mechanism:
     assumptions = [GAUSSIAN, MODEL_IS_TRUTH]
     if isinstance(inp.model, EmpiricalModel):
         assumptions[0] = "f_θ = N(μ̂_θ, Σ̂_θ), the Gaussian fit of the samples of each θ"
-    mech = _laplace("ding-laplace", "Ding (L)", g.dim, scale, Guarantee(
+    mech = _laplace("ding-laplace", "Ding (L)", inp, scale, Guarantee(
         eps, claimed, "ding-laplace", calibration=Calibration.THEOREM, pairs=inp.pairs, assumptions=tuple(assumptions),
         theorem=DING_SOURCE + " (Monge-map coupling bound, multi-dimensional form)", notes=tuple(notes)),
         {"paper_delta": claimed, "mean_shift_l1": parts[0], "radius": parts[1]})
