@@ -33,15 +33,16 @@ PAPERS = ("expm-gauss", "dirm-gauss", "eigm", "daum")
 CHAIN = [(0, 1), (1, 2), (2, 3)]
 
 
-def model_of(family: str, seed: int) -> dp.GaussianModel:
+def model_of(family: str, seed: int, steps: float | None = None) -> dp.GaussianModel:
+    """A random model of ``family``; ``steps`` overrides the standard deviation of the mean steps (2, or 3 isotropic)."""
     rng = np.random.default_rng(seed)
     if family == "isotropic":
         cov = np.eye(2)
-        mus = np.cumsum(rng.normal(size=(4, 2)) * 3.0, axis=0)
+        mus = np.cumsum(rng.normal(size=(4, 2)) * (3.0 if steps is None else steps), axis=0)
         return dp.GaussianModel(means={i: mus[i] for i in range(4)}, covariances={i: cov for i in range(4)})
     a = rng.normal(size=(2, 2))
     cov = a @ a.T + 0.1 * np.eye(2)
-    mus = np.cumsum(rng.normal(size=(4, 2)) * 2.0, axis=0)
+    mus = np.cumsum(rng.normal(size=(4, 2)) * (2.0 if steps is None else steps), axis=0)
     covs = {}
     for i in range(4):
         b = 0.3 * rng.normal(size=(2, 2))
@@ -76,10 +77,60 @@ def run(family: str, n: int, eps: float = 1.0, delta: float = 1e-4) -> dict[str,
             "time_ratio_optm_over_eigm": float(np.median(t_opt) / np.median(t_eig))}
 
 
+def nonlinear_optimum(model: dp.GaussianModel, eps: float = 1.0, delta: float = 1e-4, starts: int = 12) -> float:
+    """An independent solve of OptM's problem (equal covariances): min tr Σ_Z over Σ_Z = LLᵀ (Cholesky, 3
+    parameters in 2-D) s.t. Δμᵀ(Σ + Σ_Z)⁻¹Δμ <= D*(ε, δ)² for every pair, by SLSQP from ``starts`` random starts."""
+    from scipy.optimize import minimize
+
+    from distpriv.calibration import gaussian_max_distance
+
+    d2 = gaussian_max_distance(eps, delta) ** 2
+    cov = model.covariance(0)
+    diffs = [model.mean(a) - model.mean(b) for a, b in CHAIN]
+
+    def noise(p: np.ndarray) -> np.ndarray:
+        low = np.array([[p[0], 0.0], [p[1], p[2]]])
+        return low @ low.T
+
+    cons = [{"type": "ineq", "fun": (lambda p, d=d: d2 - d @ np.linalg.solve(cov + noise(p), d))} for d in diffs]
+    rng = np.random.default_rng(0)
+    scale = max(float(np.sqrt(max(d @ d for d in diffs) / d2)), 1.0)
+    best = np.inf
+    for _ in range(starts):
+        r = minimize(lambda p: float(np.trace(noise(p))), rng.normal(size=3) * scale, constraints=cons,
+                     method="SLSQP", options={"maxiter": 500, "ftol": 1e-12})
+        if r.success and all(c["fun"](r.x) >= -1e-7 for c in cons):
+            best = min(best, float(r.fun))
+    return best
+
+
+def check_optimum(n: int, steps: float | None = None) -> dict[str, Any]:
+    """OptM's E||Z||² over the independent non-linear optimum, and both over the best paper mechanism."""
+    gap, ratio = [], []
+    for seed in range(n):
+        model = model_of("wishart", seed, steps)
+        opt = dp.calibrate("optm", model, CHAIN, epsilon=1.0, delta=1e-4).expected_squared_error
+        best = min(dp.calibrate(p, model, CHAIN, epsilon=1.0, delta=1e-4).expected_squared_error for p in PAPERS)
+        nl = nonlinear_optimum(model)
+        if best > 0 and np.isfinite(nl) and nl > 0:
+            gap.append(opt / nl)
+            ratio.append(nl / best)
+    return {"models": len(gap), "steps": 2.0 if steps is None else steps,
+            "optm_over_nonlinear_median": float(np.median(gap)), "optm_over_nonlinear_max": float(np.max(gap)),
+            "nonlinear_over_best_paper_median": float(np.median(ratio))}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=int, default=100)
+    ap.add_argument("--check-optimum", action="store_true",
+                    help="also solve OptM's problem independently (multi-start SLSQP) on the wishart family")
+    ap.add_argument("--steps", type=float, default=None, help="std of the mean steps for --check-optimum (default 2)")
     args = ap.parse_args(argv)
+    if args.check_optimum:
+        res = check_optimum(args.models, args.steps)
+        print(json.dumps(res, indent=1))
+        return res
     dp.calibrate("optm", model_of("wishart", 0), CHAIN, epsilon=1.0, delta=1e-4)  # warm-up: import cvxpy once
     out = {"equal_covariances": [run("wishart", args.models), run("isotropic", args.models)],
            "unequal_covariances": run("unequal", max(10, args.models // 5))}

@@ -26,7 +26,7 @@ app.add_typer(reproduce_app, name="reproduce")
 
 # One module per command; each exposes ``register(app)``. Heavy imports happen inside the commands,
 # so ``distpriv --help`` loads none of pandas, scipy.stats, matplotlib, sklearn or networkx.
-_REPRODUCE_MODULES = ("chen_ohrimenko", "zhang_attribute", "kawamoto_tupling", "kawamoto_coupling")
+_REPRODUCE_MODULES = ("chen_ohrimenko", "zhang_attribute", "kawamoto_tupling", "kawamoto_coupling", "compare")
 _COMMAND_MODULES = ("demo", "release")
 
 

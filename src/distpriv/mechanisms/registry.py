@@ -12,7 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
-from . import baselines, exact, expected_value, gaussian_uncertainty, optm, wasserstein
+from . import baselines, ding, exact, expected_value, gaussian_uncertainty, optm, ssp, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
 from .metadata import METADATA
@@ -36,13 +36,21 @@ _BUILDERS: dict[str, Callable[..., Mechanism]] = {
 
 MECHANISMS: tuple[str, ...] = tuple(METADATA)
 
+#: Peer mechanisms (issue 25; :mod:`~distpriv.mechanisms.ssp`, :mod:`~distpriv.mechanisms.ding`): name ->
+#: (label, builder, needs δ). :func:`calibrate` builds them by name; release selection never sees them.
+PEERS: dict[str, tuple[str, Callable[..., Any], bool]] = {
+    "ssp-quantizer": ("SSP quantizer", ssp.ssp_quantizer, True),
+    "ding-laplace": ("Ding (L)", ding.ding_laplace, False),
+    "kantorovich": ("Kantorovich", ding.kantorovich, False),
+}
+
 #: The papers' table labels (from the metadata).
 LABELS: dict[str, str] = {name: m.label for name, m in METADATA.items()}
 
 
 def options_of(name: str) -> tuple[str, ...]:
     """Keyword options accepted by mechanism ``name`` beyond (model, Ψ, ε, δ, calibration)."""
-    builder = _BUILDERS[check_choice(name, "name", MECHANISMS)]
+    builder = PEERS[name][1] if name in PEERS else _BUILDERS[check_choice(name, "name", MECHANISMS)]
     params = list(inspect.signature(builder).parameters.values())[1:]
     return tuple(p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY)
 
@@ -66,7 +74,8 @@ def calibrate(
         ``"expm-laplace"``, ``"expm-gauss"``, ``"dirm-laplace"``, ``"dirm-gauss"``,
         ``"eigm"``, ``"daum"``, ``"optm"`` (least-trace Gaussian noise, :mod:`~distpriv.mechanisms.optm`),
         ``"groupdp-laplace"``, ``"groupdp-gauss"``,
-        ``"dp-laplace"``, ``"dp-gauss"``).
+        ``"dp-laplace"``, ``"dp-gauss"``), or a peer of :data:`PEERS` (``"ssp-quantizer"``,
+        ``"ding-laplace"``, ``"kantorovich"``: issue 25's comparison; never chosen by release selection).
     model : GaussianModel or EmpiricalModel
         f_θ as a :class:`~distpriv.GaussianModel` or :class:`~distpriv.EmpiricalModel`
         (Gaussian mechanisms fit N(μ̂, Σ̂) to an empirical model).
@@ -105,6 +114,8 @@ def calibrate(
     >>> np.round(np.linalg.eigvalsh(mech.noise_covariance), 2)
     array([ 3.52, 18.52])
     """
+    if isinstance(name, str) and name in PEERS:
+        return _calibrate_peer(name, model, pairs, epsilon, delta, calibration, options)
     key = check_choice(name, "name", MECHANISMS)
     builder, meta = _BUILDERS[key], METADATA[key]
     allowed = options_of(key)
@@ -124,6 +135,20 @@ def calibrate(
         if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted
+
+
+def _calibrate_peer(name: str, model: QueryModel, pairs: Iterable[Sequence[Hashable]] | None, epsilon: float,
+                    delta: float | None, calibration: str, options: dict[str, Any]) -> Any:
+    """Build a peer mechanism of :data:`PEERS` (its builder accounts its own claim exactly)."""
+    _, builder, needs_delta = PEERS[name]
+    allowed = options_of(name)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidParameterError(
+            f"{unknown[0]}: not an option of mechanism {name!r}; allowed options are {list(allowed) or 'none'}"
+        )
+    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=needs_delta, need_pairs=True)
+    return builder(inp, **options)
 
 
 def _audit_classic(guarantee: Guarantee, epsilon: float, delta: float) -> Guarantee:
