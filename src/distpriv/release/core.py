@@ -98,6 +98,10 @@ class Prepared:
     standardization: Standardization | None = None
     #: per earlier release, how the rows compare (private; :mod:`distpriv.release.fingerprints`)
     overlaps: dict[str, Overlap] = field(default_factory=dict)
+    #: record-level DP (issue 22): the replace-one sensitivity set of D⁻¹F from the declared bounds (public)
+    record_sensitivity: Any = None
+    #: curator-only facts found while preparing (the clamped counts of record-level DP)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def unidentified(self) -> dict[str, str]:
@@ -147,6 +151,7 @@ class ReleaseResult:
     def __post_init__(self) -> None:
         # how the rows compared with each earlier release (issue 27): private, for the curator alone
         self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+        self.curator_notes.extend(self.prepared.notes)
     #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
     time: str = field(default_factory=utc_now)
     #: the published id (``provenance.release_id``): fresh random, independent of :attr:`release_id`, the private
@@ -159,6 +164,12 @@ class ReleaseResult:
     @property
     def chosen(self) -> Candidate:
         return self.selection.chosen
+
+    @property
+    def record_guarantee(self) -> Guarantee | None:
+        """(E, D)-differential privacy for one record replaced (``None`` without ``record_epsilon``)."""
+        claim = getattr(self.selection, "record", None)
+        return None if claim is None else claim.guarantee()
 
     @property
     def guarantee(self) -> Guarantee:
@@ -249,6 +260,10 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     """
     query = build_query(spec.stats, spec.names)
     predicate = Predicate(spec.protect)
+    if spec.record_epsilon is not None:  # refuse before reading anything
+        from .record import check_record_query
+
+        check_record_query(query, spec.bounds)
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
@@ -256,9 +271,11 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     pop_value = spec.population if spec.population is not None else spec.population_frame
     prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
     # the CSV options apply to every CSV input (open_input ignores them for Parquet files and frames)
-    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv_options(spec, "data"))
+    clamp = spec.bounds if spec.record_epsilon is not None else ()
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, clamp=clamp,
+                       **csv_options(spec, "data"))
     population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
-                                                           missing=spec.missing,
+                                                           missing=spec.missing, clamp=clamp,
                                                            **csv_options(spec, "--population"))
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
@@ -323,6 +340,12 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     if sens is not None:
         sens = np.asarray(sens, dtype=float) / std.scale
     prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
+    if spec.record_epsilon is not None:
+        from .record import clamped_notes, sensitivity_set
+
+        rec = sensitivity_set(query, spec.bounds, n if n is not None else table.kept)
+        prep.record_sensitivity = rec.scaled(std.scale)
+        prep.notes.extend(clamped_notes(table, spec.bounds, query))  # private: the curator channel only
     if previous:  # refuse before any noise is drawn
         prep.overlaps = overlaps
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
@@ -343,11 +366,18 @@ def select(prep: Prepared) -> Selection:
         model = prep.modelling.model
         assert isinstance(model, GaussianModel)
         diag = declared_diagnostics(model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta)
-    return select_mechanism(
+    sel = select_mechanism(
         prep.modelling.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
         calibration=spec.calibration, sensitivities=prep.sensitivities, n=prep.modelling.n,
         mechanism=spec.mechanism, rng=prep.stream(_STREAM_SELECT), diagnostics=diag,
     )
+    if spec.record_epsilon is not None and spec.record_delta is not None:
+        from .record import combine
+
+        sel, claim = combine(prep, sel, prep.record_sensitivity, epsilon=spec.record_epsilon,
+                             delta=spec.record_delta)
+        sel.record = claim
+    return sel
 
 
 def release(
@@ -364,6 +394,12 @@ def release(
     synthetic query values through the same path).
     """
     sel = selection or select(prep)
+    if prep.spec.record_epsilon is not None and prep.spec.record_delta is not None and sel.record is None:
+        from .record import combine
+
+        sel, claim = combine(prep, sel, prep.record_sensitivity, epsilon=prep.spec.record_epsilon,
+                             delta=prep.spec.record_delta)
+        sel.record = claim
     plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
     if prep.standardization is not None:
         plan = StandardizedPlan(plan, prep.standardization.scale)
