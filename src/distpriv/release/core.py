@@ -165,6 +165,21 @@ class ReleaseResult:
     def chosen(self) -> Candidate:
         return self.selection.chosen
 
+    def _record_entry(self) -> dict[str, float] | None:
+        """The ledger's record-level entry {epsilon, delta, mu} (``None`` without record-level DP)."""
+        claim = getattr(self.selection, "record", None)
+        return None if claim is None else {"epsilon": claim.epsilon, "delta": claim.delta, "mu": claim.mu}
+
+    @property
+    def record_composition(self) -> dict[str, Any] | None:
+        """Record-level DP composed over the chain of earlier releases and this one (``None`` without ``--previous``
+        or without record-level DP here); :func:`distpriv.release.ledger_record.compose_record`."""
+        if self.composition is None or getattr(self.selection, "record", None) is None:
+            return None
+        from .ledger_record import compose_record
+
+        return compose_record([*(e.record for e in self.composition.chain), self._record_entry()])
+
     @property
     def record_guarantee(self) -> Guarantee | None:
         """(E, D)-differential privacy for one record replaced (``None`` without ``record_epsilon``)."""
@@ -205,7 +220,7 @@ class ReleaseResult:
         columns, cells = table_cells(prep.data.source, key)
         own = ChainEntry(self.release_id, float(self.guarantee.epsilon), float(self.guarantee.delta), self.chosen.name,
                          prep.deterministic, prep.data.rows, key, cells, columns,
-                         "os" if prep.spec.seed is None else "seeded", prep.spec.seed)
+                         "os" if prep.spec.seed is None else "seeded", prep.spec.seed, self._record_entry())
         chain = (*self.composition.chain, own) if self.composition is not None else (own,)
         eps, delta = composed_total(chain)
         props: tuple[str, ...] = ()

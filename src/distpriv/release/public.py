@@ -176,6 +176,9 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
         out = dict([*items[:at], ("record_guarantee", record.to_dict()), *items[at:]])
     if result.composition is not None:
         out["composition"] = result.composition.to_dict()
+        rec_comp = result.record_composition
+        if rec_comp is not None:  # record-level DP composed over the chain (release/ledger_record.py)
+            out["composition"]["record_guarantee"] = rec_comp
     joint = _joint(result)
     if joint is not None:
         out["noise"]["joint_interval"] = joint

@@ -196,6 +196,10 @@ class SensitivitySet:
         out = [np.sum(combo, axis=0) for combo in itertools.product(half, *rest)]
         return np.asarray(out, dtype=float).reshape(-1, self.dim)
 
+    def per_statistic(self) -> NDArray[np.float64]:
+        """sup_{v ∈ S} |v_j| per statistic: its replace-one sensitivity (sum hi − lo, mean (hi − lo)/n, count 1, ...)."""
+        return np.max(np.stack([np.max(np.abs(g), axis=0) for g in self.groups]), axis=0)
+
     def l2(self) -> float:
         """sup_{v ∈ S} ‖v‖₂ (the Gaussian sensitivity of an isotropic noise)."""
         return float(np.sqrt(sum(float(np.max(np.sum(g * g, axis=1))) for g in self.groups)))
@@ -451,10 +455,13 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     proven = record_delta(mu, epsilon)
     if not proven <= delta:  # pragma: no cover - _pad guarantees it
         raise InvalidParameterError(f"record DP not met (δ = {proven:.3g} > {delta:g})", argument="record_epsilon")
-    cands = [*selection.candidates, best]
+    # the distribution-privacy candidates stay as evaluated (the report's error curves are theirs); the combined
+    # noise is the chosen one, and every combination tried is in the claim's ``candidates_trace``
+    cands = list(selection.candidates)
+    unit = sens.per_statistic() * (prep.standardization.scale if prep.standardization is not None else 1.0)
     claim = RecordClaim(
         epsilon, delta, mu, mu_star, proven, tuple(spec.bounds),
-        {},
+        {nm: float(v) for nm, v in zip(spec.names, unit, strict=True)},
         (
             "replace-one neighbours: datasets of the same public n differing in one record",
             "every record's values lie in the declared domain (columns within their public bounds, values outside "
