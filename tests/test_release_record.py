@@ -52,6 +52,19 @@ def hockey_stick_delta(mu: float, eps: float) -> float:
     return float(val)
 
 
+def gaussian_part(result) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The covariance of the Gaussian part of the published noise, in the statistics' units (from the plan)."""
+    from distpriv.release.record_mixed import MixedCandidate
+
+    c = result.chosen
+    if isinstance(c, MixedCandidate):
+        std = (c.basis_v * c.sigma**2) @ c.basis_v.T
+    else:
+        std = np.asarray(c.base.noise_covariance)
+    d = result.prepared.standardization.scale
+    return np.asarray(std * np.outer(d, d))
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("record")
@@ -82,16 +95,15 @@ def test_record_claim_against_independent_integral(both) -> None:  # type: ignor
     assert both.record_guarantee is not None and both.record_guarantee.delta == D
     n = 300
     lo, hi = BOUNDS["age"]
-    cov = np.asarray(both.noise.noise_covariance)  # the published noise law, in the statistics' units
-    assert np.linalg.eigvalsh(cov)[0] > 0  # full rank: no exact combination is published
+    assert np.linalg.eigvalsh(np.asarray(both.noise.noise_covariance))[0] > 0  # full rank: no exact combination
     assert doc["noise"].get("exact_combinations") is None
-    inv = np.linalg.inv(cov)
+    inv = np.linalg.inv(gaussian_part(both))
     # brute force over the replace-one box: mean:age changes by at most (hi − lo)/n, count by at most 1
     worst = max(float(v @ inv @ v) for v in (np.array([s1 * (hi - lo) / n, s2 * 1.0])
                                              for s1, s2 in itertools.product((-1, 1), repeat=2)))
     mu = math.sqrt(worst)
     assert mu <= rec["worst_case_mahalanobis"] * (1 + 1e-9)  # the claim's μ covers the true worst case
-    assert rec["worst_case_mahalanobis"] <= mu * (1 + 1e-6)  # and is not loose beyond the float slack
+    assert rec["worst_case_mahalanobis"] <= mu * (1 + 1e-2)  # and is not loose beyond the rounding terms
     assert hockey_stick_delta(rec["worst_case_mahalanobis"], E) <= D * (1 + 1e-6)
     # the sensitivities published are the replace-one ones
     assert rec["sensitivities"]["mean:age"] == pytest.approx((hi - lo) / n, rel=1e-12)
@@ -100,12 +112,12 @@ def test_record_claim_against_independent_integral(both) -> None:  # type: ignor
     assert doc["guarantee"]["epsilon"] <= 1.0 + 1e-9 and doc["guarantee"]["delta"] <= 1e-3 * (1 + 1e-9)
 
 
-def test_least_noise_at_least_each_requirement(both) -> None:  # type: ignore[no-untyped-def]
-    """The combined noise meets both; scaled down by 1 %, the record constraint binds or DistP was the driver."""
+def test_chosen_is_the_least_error_combination(both) -> None:  # type: ignore[no-untyped-def]
+    """The chosen noise has the least E‖Z‖₂ among the combinations tried."""
     rec = both.to_json()["record_guarantee"]
     trace = rec["candidates_trace"]
-    chosen = float(np.trace(np.asarray(both.noise.plan.noise_covariance)))
-    assert chosen == pytest.approx(min(trace.values()), rel=1e-9)
+    assert both.chosen.expected_l2_error == pytest.approx(min(trace.values()), rel=1e-12)
+    assert len(trace) >= 2  # several combinations were tried (the joint program among them)
 
 
 def test_clamping_counts_only_on_curator_channel(folder: Path, both) -> None:  # type: ignore[no-untyped-def]
@@ -123,6 +135,7 @@ def test_clamping_counts_only_on_curator_channel(folder: Path, both) -> None:  #
     assert "clamped to them" not in text and f"{outside} of the data" not in text
 
 
+@pytest.mark.slow
 def test_cli_side_channel_and_curator_lines(folder: Path) -> None:
     args = ["--stat", "mean:age", "--stat", "count:sex=Female", "--protect", "income=>50K", "--pairs", "0.2,0.4",
             "--epsilon", "1", "--delta", "1e-3", "--population", "pop.csv", "--samples", "100", "--record-epsilon",
@@ -227,3 +240,30 @@ def test_ledger_composition_against_integral() -> None:
     assert not compose_record([recs[0], None])["protected"]
     with pytest.raises(ValueError, match="does not give"):
         parse_record({"epsilon": 1.0, "delta": 1e-6, "mu": 2 * mus[0]}, "x")
+
+
+def test_mixed_plan_samples_its_law() -> None:
+    """Laplace (DistP) then Gaussian (record) stages: on the grid, mean x and covariance V diag(2b², 0) Vᵀ + V diag(σ²) Vᵀ."""
+    from distpriv.guarantees import Guarantee
+    from distpriv.release.record_mixed import MixedCandidate, MixedPlan
+    from distpriv.release.sampler import bit_source
+
+    u = np.array([[0.6], [0.8]])
+    v = np.array([[0.6, -0.8], [0.8, 0.6]])
+    cand = MixedCandidate("dirm-laplace", "DirM (L)", True, "", 2, None, 0.0, None, Guarantee(1.0, 1e-3, "dirm-laplace"),
+                          1.0, basis_v=v, lap_scales=np.array([1.5]), sigma=np.array([0.5, 0.7]))
+    plan = MixedPlan(cand)
+    assert np.allclose(plan.basis[:, :1], u)
+    cov = plan.noise_covariance
+    want = (v * np.array([2 * 1.5**2 + 0.25, 0.49])) @ v.T
+    assert np.allclose(cov, want, rtol=1e-12)
+    src = bit_source(11)
+    x = np.array([3.25, -1.0])
+    draws = np.array([plan.apply(x, src) for _ in range(300)])
+    g = plan.grid
+    assert g is not None and np.all(np.abs(draws / g - np.round(draws / g)) == 0)  # every value on the grid
+    se = np.sqrt(np.diag(want) / len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - x) < 5 * se)
+    emp = np.cov(draws.T)
+    # the variance of a sample variance: (κ₄/σ⁴ − 1 + 2)σ⁴/N <= 6σ⁴/N for these laws (Laplace excess kurtosis 3)
+    assert np.all(np.abs(np.diag(emp) - np.diag(want)) < 5 * np.sqrt(6 / len(draws)) * np.diag(want))

@@ -415,7 +415,10 @@ def release(
         sel, claim = combine(prep, sel, prep.record_sensitivity, epsilon=prep.spec.record_epsilon,
                              delta=prep.spec.record_delta)
         sel.record = claim
-    plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
+    from .record_mixed import MixedCandidate, MixedPlan
+
+    plan: NoisePlan | StandardizedPlan = (MixedPlan(sel.chosen) if isinstance(sel.chosen, MixedCandidate)  # type: ignore[assignment]
+                                          else plan_noise(sel.chosen))
     if prep.standardization is not None:
         plan = StandardizedPlan(plan, prep.standardization.scale)
     x = prep.data.values if truth is None else np.asarray(truth, dtype=float)

@@ -397,8 +397,13 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
         if not cand.kept or cand.guarantee is None:
             continue
         cov = _gaussian_stage(cand)
-        if cov is None:
-            notes[cand.name] = "Laplace noise: not combined (record DP is claimed for Gaussian noise)"
+        if cov is None:  # Laplace noise: Gaussian record noise added in its basis (release/record_mixed.py)
+            from .record_mixed import mixed_candidate
+
+            try:
+                options[cand.name] = mixed_candidate(cand, sens, mu_star)
+            except DistPrivError as exc:
+                notes[cand.name] = str(exc)
             continue
         try:
             total = _pad(_solve(cov, verts, mu_star, [], 0.0), sens, mu_star)
@@ -447,11 +452,16 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
         raise InvalidParameterError(
             "no noise meets both guarantees: " + "; ".join(f"{k}: {v}" for k, v in notes.items()),
             argument="record_epsilon")
-    trace = {k: _trace(c) for k, c in options.items()}
+    # least expected error E‖Z‖₂ (the selection's criterion), ties to the joint program
+    trace = {k: float(c.expected_l2_error) for k, c in options.items()}
     best_key = min(trace, key=lambda k: (trace[k], k != "joint"))
     best = options[best_key]
-    cov = np.asarray(best.base.noise_covariance, dtype=float)
-    mu = max_mahalanobis(cov, sens)
+    from .record_mixed import MixedCandidate, mixed_mu
+
+    if isinstance(best, MixedCandidate):
+        mu = mixed_mu(best.basis_v, best.lap_scales, best.sigma, sens)
+    else:
+        mu = max_mahalanobis(np.asarray(best.base.noise_covariance, dtype=float), sens)
     proven = record_delta(mu, epsilon)
     if not proven <= delta:  # pragma: no cover - _pad guarantees it
         raise InvalidParameterError(f"record DP not met (δ = {proven:.3g} > {delta:g})", argument="record_epsilon")
@@ -470,8 +480,8 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
             "the engine's sum of n values is within n·2⁻⁵³·Σ|v| of the exact sum (recursive summation)",
             "the noise is drawn exactly from the Gaussian law rounded to the grid (post-processing)",
         ),
-        "joint semidefinite program" if best_key == "joint" else f"{best.label}: chosen noise plus the least record "
-        "DP noise",
+        "joint semidefinite program" if best_key == "joint" else f"{best.label}: the distribution-private noise plus "
+        "the least Gaussian record-DP noise",
         trace,
     )
     return Selection(best, cands, selection.diagnostics), claim
