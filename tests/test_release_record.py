@@ -242,6 +242,7 @@ def test_ledger_composition_against_integral() -> None:
         parse_record({"epsilon": 1.0, "delta": 1e-6, "mu": 2 * mus[0]}, "x")
 
 
+@pytest.mark.slow
 def test_mixed_plan_samples_its_law() -> None:
     """Laplace (DistP) then Gaussian (record) stages: on the grid, mean x and covariance V diag(2b², 0) Vᵀ + V diag(σ²) Vᵀ."""
     from distpriv.guarantees import Guarantee
