@@ -268,3 +268,22 @@ def test_mixed_plan_samples_its_law() -> None:
     emp = np.cov(draws.T)
     # the variance of a sample variance: (κ₄/σ⁴ − 1 + 2)σ⁴/N <= 6σ⁴/N for these laws (Laplace excess kurtosis 3)
     assert np.all(np.abs(np.diag(emp) - np.diag(want)) < 5 * np.sqrt(6 / len(draws)) * np.diag(want))
+
+
+def test_toml_spec_and_cli_override(folder: Path) -> None:
+    from distpriv.release.spec import build_spec
+
+    cfg = folder / "spec.toml"
+    cfg.write_text('data = "d40.csv"\nstats = ["mean:age"]\nprotect = "income=>50K"\npairs = [[0.2, 0.4]]\n'
+                   'epsilon = 1.0\ndelta = 1e-3\npopulation = "pop.csv"\nrecord_epsilon = 0.5\nrecord_delta = 1e-7\n'
+                   'bounds = {age = "18:80"}\n', encoding="utf-8")
+    none: dict = dict(data=None, stats=None, protect=None, pairs=None, around=None, gap=None, epsilon=None,
+                      delta=None, mechanism=None, population=None)
+    spec = build_spec(**none, config=cfg)
+    assert (spec.record_epsilon, spec.record_delta, spec.bounds) == (0.5, 1e-7, (("age", 18.0, 80.0),))
+    spec = build_spec(**none, config=cfg, record_epsilon=2.0, bounds=["age=17:90"])
+    assert (spec.record_epsilon, spec.bounds) == (2.0, (("age", 17.0, 90.0),))
+    cfg.write_text(cfg.read_text().replace('bounds = {age = "18:80"}', 'bounds = {age = "80:18"}'), encoding="utf-8")
+    with pytest.raises(InvalidParameterError) as exc:
+        build_spec(**none, config=cfg)
+    assert exc.value.argument == "bounds"
