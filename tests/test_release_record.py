@@ -287,3 +287,31 @@ def test_toml_spec_and_cli_override(folder: Path) -> None:
     with pytest.raises(InvalidParameterError) as exc:
         build_spec(**none, config=cfg)
     assert exc.value.argument == "bounds"
+
+
+@pytest.mark.parametrize(("stat", "why"), [
+    ("median:age", "not linear"), ("var:age", "not linear"), ("quantile:age@0.9", "not linear"),
+    ("ratio:sum(a)/sum(b)", "not linear"), ("mean:hours@by=sex", "group-by mean"),
+    ("hist:education", "vector statistic"), ("count:sex=Female@by=race", "vector statistic"),
+])
+def test_nonlinear_and_vector_statistics_refused_with_reason(stat: str, why: str) -> None:
+    from distpriv.release.record import check_record_specs
+
+    with pytest.raises(InvalidParameterError, match=why) as exc:
+        check_record_specs(["mean:age", stat])
+    assert exc.value.argument == "record_epsilon"
+    check_record_specs(["mean:age", "sum:hours", "count:sex=Female", "proportion:age>40"])
+
+
+def test_categorical_group_sensitivities() -> None:
+    from distpriv.release.record import SensitivitySet, categorical_group
+
+    g = categorical_group([1, 2, 3], 4)
+    assert g.shape == (6, 4) and set(map(tuple, g)) == {tuple(-r) for r in g}
+    s = SensitivitySet((categorical_group([0, 1, 2], 3),), np.zeros(3), 3)
+    assert s.l2() == pytest.approx(math.sqrt(2)) and s.l1() == pytest.approx(2.0)
+    # worst Mahalanobis over e_a − e_b under a diagonal covariance: the two largest precisions
+    cov = np.diag([1.0, 4.0, 0.25])
+    from distpriv.release.record import max_mahalanobis
+
+    assert max_mahalanobis(cov, s) == pytest.approx(math.sqrt(1.0 + 4.0), rel=1e-12)

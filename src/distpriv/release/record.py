@@ -67,7 +67,9 @@ __all__ = [
     "MAX_VERTICES",
     "RecordClaim",
     "SensitivitySet",
+    "categorical_group",
     "check_record_query",
+    "check_record_specs",
     "combine",
     "max_mahalanobis",
     "parse_bounds",
@@ -143,6 +145,48 @@ def parse_bounds(value: Any) -> tuple[tuple[str, float, float], ...]:
             raise InvalidParameterError(f"column {col!r} is bounded twice", argument="bounds")
         out.append((col, low, high))
     return tuple(out)
+
+
+def check_record_specs(stats: Sequence[str]) -> None:
+    """Refuse, from the statistic specifications alone, what record-level DP does not cover (yet).
+
+    Linear kinds without a modifier are covered. Histograms and group-by sums and counts are linear too (one
+    categorical group per vector statistic: its difference vertices e_a − e_b, :func:`categorical_group`), but
+    their per-coordinate layout is not wired here yet, so they are refused with that reason; nonlinear kinds
+    (variance, quantiles, ratios, group-by means) are refused because one record's change is not a bounded
+    per-record contribution.
+    """
+    for text in stats:
+        kind = str(text).partition(":")[0].strip()
+        if kind in LINEAR_KINDS and "@" not in str(text).partition(":")[2]:
+            continue
+        if kind in ("hist",) or (kind in ("sum", "count") and "@by=" in str(text)):
+            why = ("a vector statistic (a histogram or group-by sum/count): linear, but its per-coordinate "
+                   "contribution vector is not wired to record-level DP in this version")
+        elif kind in ("mean", "proportion") and "@by=" in str(text):
+            why = "a group-by mean: the group sizes are private, so one record moves the mean unboundedly often"
+        else:
+            why = "not linear: its change when one record is replaced is not a bounded per-record contribution"
+        raise InvalidParameterError(
+            f"record-level DP is offered for linear statistics ({', '.join(LINEAR_KINDS)}); {text!r} is {why} "
+            "(drop it, or release it without record_epsilon)", argument="record_epsilon")
+
+
+def categorical_group(coords: Sequence[int], dim: int, scale: float = 1.0) -> NDArray[np.float64]:
+    """Difference vertices of a one-hot contribution over ``coords`` (a histogram): scale·(e_a − e_b), a ≠ b.
+
+    Every record falls in exactly one category, so replacing it moves one count down and another up; the
+    convex hull of these differences is the replace-one set of the vector statistic (L2 sensitivity √2,
+    L1 sensitivity 2 for counts).
+    """
+    out = []
+    for a in coords:
+        for b in coords:
+            if a != b:
+                v = np.zeros(dim)
+                v[a], v[b] = scale, -scale
+                out.append(v)
+    return np.asarray(out, dtype=float).reshape(-1, dim)
 
 
 def check_record_query(query: Any, bounds: Sequence[tuple[str, float, float]]) -> None:

@@ -293,6 +293,9 @@ class ReleaseSpec:
         if self.calibration != "exact":
             raise InvalidParameterError("record-level DP is calibrated exactly; use calibration='exact'",
                                         argument="calibration")
+        from .record import check_record_specs
+
+        check_record_specs(self.stats)
 
     @property
     def labels(self) -> tuple[float, ...]:
