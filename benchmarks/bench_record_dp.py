@@ -2,7 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_record_dp.py [--samples 1000] [--stats mean:age count:sex=Female]
+    python benchmarks/bench_record_dp.py [--samples 1000] [--stats mean:age count:sex=Female] \
+        [--record-epsilon 1] [--record-delta 1e-6]
 
 Adult: the first 2,000 rows are the private table, the other 43,222 rows the public population; the
 secret is the share of ``income=>50K`` with Ψ = {(0.2, 0.3)} at (ε, δ) = (1, 1e-3); records are protected
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--stats", nargs="+", default=["mean:age", "count:sex=Female", "hist:education"])
     parser.add_argument("--pairs", default="0.2,0.3")
+    parser.add_argument("--record-epsilon", type=float, default=1.0)
+    parser.add_argument("--record-delta", type=float, default=1e-6)
     args = parser.parse_args(argv)
     from distpriv.mechanisms.base import Mechanism
     from distpriv.queries import Statistic
@@ -63,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     common = dict(stats=stats, protect="income=>50K", pairs=[(a, b)], epsilon=1.0, delta=1e-3, population=pop,
                   samples=args.samples, seed=0)
     distp = protect(data, **common)
-    both = protect(data, **common, record_epsilon=1.0, record_delta=1e-6, bounds={"age": (17, 90)})
+    re_, rd = args.record_epsilon, args.record_delta
+    both = protect(data, **common, record_epsilon=re_, record_delta=rd, bounds={"age": (17, 90)})
     sens = both.prepared.record_sensitivity
     from distpriv.calibration import gaussian_max_distance
 
-    mu_star = gaussian_max_distance(1.0, 1e-6)
+    mu_star = gaussian_max_distance(re_, rd)
     m = len(stats)
     dp_cov = _pad(_solve(np.zeros((m, m)), sens.vertices(), mu_star, [], 0.0), sens, mu_star)
     dp_mech = Mechanism("dp-gauss", "DP (G), least trace", m, "gaussian", both.guarantee, covariance=dp_cov)
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "best_gaussian_distp": err_gauss,
         "dp": {"mechanism": "least-trace Gaussian (record LMIs only)", "expected_l2_error": err_dp,
                "noise_std": [float(v) for v in np.sqrt(np.diag(dp_cov)) * scale],
-               "record_delta": record_delta(max_mahalanobis(dp_cov, sens), 1.0)},
+               "record_delta": record_delta(max_mahalanobis(dp_cov, sens), re_)},
         "both": {"mechanism": both.chosen.label, "expected_l2_error": err_both,
                  "noise_std": [float(v) for v in both.noise.noise_std],
                  "record_guarantee": {k: both.to_json()["record_guarantee"][k]

@@ -433,7 +433,8 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     from .selection import Selection
 
     spec = prep.spec
-    mu_star = gaussian_max_distance(epsilon, delta)
+    # D*(E, D) is a root found to ~1e-15: aim 1e-9 below it so that δ_μ(E) <= D holds in floating point too
+    mu_star = gaussian_max_distance(epsilon, delta) * (1 - 1e-9)
     verts = sens.vertices()
     options: dict[str, Any] = {}
     notes: dict[str, str] = {}
