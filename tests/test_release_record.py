@@ -315,3 +315,27 @@ def test_categorical_group_sensitivities() -> None:
     from distpriv.release.record import max_mahalanobis
 
     assert max_mahalanobis(cov, s) == pytest.approx(math.sqrt(1.0 + 4.0), rel=1e-12)
+
+
+def test_gaussian_path_full_rank_and_claim(folder: Path) -> None:
+    """A named Gaussian mechanism (DauM: noise along one direction only) gets noise in every direction; the claim
+    is checked by brute force and the integral as above, on the Gaussian covariance actually drawn."""
+    kw = dict(stats=STATS, protect="income=>50K", pairs=[(0.3, 0.4)], epsilon=1.0, delta=1e-3,
+              population=str(folder / "pop.csv"), samples=200, seed=0, mechanism="daum")
+    alone = protect(str(folder / "d40.csv"), **kw)
+    res = protect(str(folder / "d40.csv"), **kw, record_epsilon=E, record_delta=D, bounds=BOUNDS)
+    if alone.to_json()["noise"].get("exact_combinations"):  # DauM alone publishes a combination exactly
+        assert np.linalg.eigvalsh(np.asarray(alone.noise.noise_covariance))[0] < 1e-9 * np.trace(
+            np.asarray(alone.noise.noise_covariance))
+    assert res.to_json()["noise"].get("exact_combinations") is None
+    cov = gaussian_part(res)
+    assert np.linalg.eigvalsh(cov)[0] > 0
+    inv = np.linalg.inv(cov)
+    lo, hi = BOUNDS["age"]
+    mu = math.sqrt(max(float(v @ inv @ v) for v in (np.array([s1 * (hi - lo) / 300, s2])
+                                                     for s1, s2 in itertools.product((-1, 1), repeat=2))))
+    rec = res.to_json()["record_guarantee"]
+    assert mu <= rec["worst_case_mahalanobis"] * (1 + 1e-9) <= mu * (1 + 1e-6) * (1 + 1e-9)
+    assert hockey_stick_delta(rec["worst_case_mahalanobis"], E) <= D * (1 + 1e-6)
+    g = res.to_json()["guarantee"]
+    assert g["epsilon"] <= 1.0 + 1e-9 and g["delta"] <= 1e-3 * (1 + 1e-9)
