@@ -129,7 +129,11 @@ def test_clamping_counts_only_on_curator_channel(folder: Path, both) -> None:  #
     notes = [s for s in both.curator_notes if s.startswith("record DP:")]
     assert notes == [f"record DP: {outside} of the data's 300 rows have age outside the declared bounds [20, 60] and "
                      "were clamped to them"]
-    # the true value is that of the clamped table
+    # f_θ is modelled on the clamped population, and the true value is that of the clamped table
+    pop = pd.read_csv(folder / "pop.csv")
+    assert ((pop["age"] < 20) | (pop["age"] > 60)).any()
+    assert both.prepared.population.summary.ranges["age"] == (20.0, 60.0)
+    assert both.prepared.data.summary.ranges["age"] == (20.0, 60.0)
     assert float(both.prepared.data.values[0]) == pytest.approx(float(df["age"].clip(20, 60).mean()), rel=1e-12)
     text = json.dumps(both.to_json())
     assert "clamped to them" not in text and f"{outside} of the data" not in text
