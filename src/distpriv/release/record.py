@@ -41,9 +41,12 @@ Then ‖v + e − e′‖_{Σ⁻¹} <= μ + 2 λ_max(Σ_Z⁻¹)^{1/2} ‖e‖₂
   exact distribution-privacy accounting of :func:`distpriv.mechanisms.exact.account_gaussian`
   (topping up where the fit's covariances differ), used when Gaussianity of f_θ is not rejected.
 
+* for a Laplace candidate (ExpM (L), DirM (L), Wasserstein), Gaussian record noise added in the Laplace
+  noise's own basis and drawn after it (:mod:`distpriv.release.record_mixed`).
+
 μ* = D*(E, D) (:func:`distpriv.calibration.gaussian_max_distance`). Every candidate is verified
-after the fact (μ recomputed from the final covariance, δ_μ(E) <= D) and the least E‖Z‖² = tr Σ_Z
-(standardised units, as selection) wins. The noise is full rank (every coordinate has a nonzero
+after the fact (μ recomputed from the final noise, δ_μ(E) <= D) and the least expected error E‖Z‖₂
+(standardised units, the selection's criterion) wins; the programs minimise E‖Z‖² = tr Σ_Z. The noise is full rank (every coordinate has a nonzero
 sensitivity), so no exact linear combination of the statistics is published.
 """
 
@@ -416,10 +419,6 @@ def _with_noise(cand: Any, cov: NDArray[np.float64], *, label: str, guarantee: G
         err = _mc_error(mech, cand.extra_laplace_scale, cand.dim)
     return Candidate(cand.name, label, True, reason, cand.dim, mech, cand.extra_laplace_scale, cand.correction,
                      guarantee, err, cand.relaxation, None, list(cand.notes))
-
-
-def _trace(cand: Any) -> float:
-    return float(np.trace(np.asarray(cand.noise_covariance, dtype=float)))
 
 
 def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, delta: float) -> tuple[Any, RecordClaim]:
