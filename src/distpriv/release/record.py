@@ -30,7 +30,7 @@ by the public diagonal d (:mod:`distpriv.release.standardize`): each computed co
 e_k = (n + 2)·2⁻⁵²·B_k of the exact one, B_k a public bound on |F_k|/d_k (recursive summation).
 Then ‖v + e − e′‖_{Σ⁻¹} <= μ + 2 λ_max(Σ_Z⁻¹)^{1/2} ‖e‖₂, the μ used in the claim.
 
-**Combining** (:func:`combine`). Two families of Gaussian noise meet both guarantees:
+**Combining** (:func:`combine`). Three families of noise meet both guarantees:
 
 * the chosen distribution-privacy noise Σ plus the least Δ ⪰ 0 (min tr Δ) with
   vᵀ(Σ + Δ)⁻¹v <= μ*² on every vertex: adding independent noise is post-processing, so the
