@@ -75,6 +75,12 @@ _TRIALS = typer.Option(20_000, "--trials", help="Audit: releases per secret draw
 _CONFIDENCE = typer.Option(0.95, "--confidence", help="Audit: confidence of the lower bound on ε, in (0, 1).")
 _INTERVAL = typer.Option(None, "--interval-level",
                          help="1 − α of the interval published with each value (default 0.95; per statistic).")
+_REC_EPS = typer.Option(None, "--record-epsilon",
+                        help="Also (E, D)-differential privacy for one record replaced, from the same noise draw "
+                             "(with --record-delta and --bounds).")
+_REC_DELTA = typer.Option(None, "--record-delta", help="D of the record-level DP guarantee, in (0, 1).")
+_BOUNDS = typer.Option(None, "--bounds", help="Declared public bounds COLUMN=LO:HI of a column a mean/sum reads "
+                       "(repeatable); values outside are clamped (the count goes to the curator only).")
 _FORCE = typer.Option(False, "--force", help="Replace a non-empty --out folder (atomically, never through links).")
 
 
@@ -232,6 +238,9 @@ def register(app: typer.Typer) -> None:
         audit_release: bool = typer.Option(False, "--audit",
                                            help="Also audit the chosen mechanism (dp.audit) and add it to the report."),
         trials: int = _TRIALS,
+        record_epsilon: float = _REC_EPS,
+        record_delta: float = _REC_DELTA,
+        bounds: list[str] = _BOUNDS,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
         from ..formatting import check_format, dumps
@@ -243,7 +252,7 @@ def register(app: typer.Typer) -> None:
         check_format(fmt)
         _check_out(out, previous, force)
         spec = build_spec(**o.spec_kwargs(), seed=seed, previous=previous, independent=independent or None,
-                          id=id_column)
+                          id=id_column, record_epsilon=record_epsilon, record_delta=record_delta, bounds=bounds)
         _warn_seeded(spec.seed)
         if audit_release:
             from ..release.audit import check_audit_options

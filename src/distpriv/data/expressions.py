@@ -203,7 +203,11 @@ def contribution_expr(stat: Statistic, table: Table) -> nw.Expr:
     if column_kind(dtype) == "label":
         raise InvalidTypeError(f"{what}: {stat.kind} needs a numeric column, {stat.column!r} has dtype {dtype} in "
                                f"{table.what}{text_number_hint(table, stat.column)}")
-    return nw.col(stat.column).cast(nw.Float64)
+    expr = nw.col(stat.column).cast(nw.Float64)
+    for col, lo, hi in getattr(table, "clamp", ()):  # declared bounds (record-level DP): clamp the contribution
+        if col == stat.column:
+            expr = expr.clip(lo, hi)
+    return expr
 
 
 def check_names(names: Sequence[str], table: Table) -> None:

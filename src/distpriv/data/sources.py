@@ -173,6 +173,9 @@ class Table:
     connection: Any = None
     what: str = "data"
     _schema: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: declared public bounds ``((column, lo, hi), ...)``: the mean/sum contributions of these columns are clamped
+    #: to [lo, hi] (record-level DP, :mod:`distpriv.release.record`); predicates read the raw values
+    clamp: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def schema(self) -> dict[str, Any]:

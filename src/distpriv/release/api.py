@@ -12,9 +12,11 @@ from .spec import ReleaseSpec
 
 __all__ = ["protect"]
 
-_OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
+_OPTIONS: tuple[str, ...] = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
             "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding",
             "interval_level")
+#: record-level DP from the same noise draw (issue 22; :mod:`distpriv.release.record`)
+_OPTIONS = (*_OPTIONS, "record_epsilon", "record_delta", "bounds")
 
 
 def protect(
@@ -65,7 +67,9 @@ def protect(
         compared with earlier releases' ledgers), ``missing`` (``"error"``/``"drop"``),
         ``sep``, ``encoding``, ``na_values``, ``decimal``, ``thousands``, ``population_sep``,
         ``population_encoding`` (CSV options, as on the command line), ``interval_level`` (1 − α of the
-        per-statistic intervals, default 0.95).
+        per-statistic intervals, default 0.95), ``record_epsilon``, ``record_delta`` and ``bounds``
+        (``{"age": (17, 90)}`` or ``["age=17:90"]``): also (E, D)-differential privacy for one record replaced,
+        from the same noise draw (``result.record_guarantee``; :mod:`distpriv.release.record`).
 
     Returns
     -------

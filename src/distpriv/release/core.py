@@ -117,6 +117,10 @@ class Prepared:
     def dim(self) -> int:
         """Published coordinates m."""
         return self.query.dim if self.layout is None else self.layout.dim
+    #: record-level DP (issue 22): the replace-one sensitivity set of D⁻¹F from the declared bounds (public)
+    record_sensitivity: Any = None
+    #: curator-only facts found while preparing (the clamped counts of record-level DP)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def unidentified(self) -> dict[str, str]:
@@ -166,6 +170,7 @@ class ReleaseResult:
     def __post_init__(self) -> None:
         # how the rows compared with each earlier release (issue 27): private, for the curator alone
         self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+        self.curator_notes.extend(self.prepared.notes)
     #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
     time: str = field(default_factory=utc_now)
     #: the published id (``provenance.release_id``): fresh random, independent of :attr:`release_id`, the private
@@ -178,6 +183,27 @@ class ReleaseResult:
     @property
     def chosen(self) -> Candidate:
         return self.selection.chosen
+
+    def _record_entry(self) -> dict[str, float] | None:
+        """The ledger's record-level entry {epsilon, delta, mu} (``None`` without record-level DP)."""
+        claim = getattr(self.selection, "record", None)
+        return None if claim is None else {"epsilon": claim.epsilon, "delta": claim.delta, "mu": claim.mu}
+
+    @property
+    def record_composition(self) -> dict[str, Any] | None:
+        """Record-level DP composed over the chain of earlier releases and this one (``None`` without ``--previous``
+        or without record-level DP here); :func:`distpriv.release.ledger_record.compose_record`."""
+        if self.composition is None or getattr(self.selection, "record", None) is None:
+            return None
+        from .ledger_record import compose_record
+
+        return compose_record([*(e.record for e in self.composition.chain), self._record_entry()])
+
+    @property
+    def record_guarantee(self) -> Guarantee | None:
+        """(E, D)-differential privacy for one record replaced (``None`` without ``record_epsilon``)."""
+        claim = getattr(self.selection, "record", None)
+        return None if claim is None else claim.guarantee()
 
     @property
     def guarantee(self) -> Guarantee:
@@ -213,7 +239,7 @@ class ReleaseResult:
         columns, cells = table_cells(prep.data.source, key)
         own = ChainEntry(self.release_id, float(self.guarantee.epsilon), float(self.guarantee.delta), self.chosen.name,
                          prep.deterministic, prep.data.rows, key, cells, columns,
-                         "os" if prep.spec.seed is None else "seeded", prep.spec.seed)
+                         "os" if prep.spec.seed is None else "seeded", prep.spec.seed, self._record_entry())
         chain = (*self.composition.chain, own) if self.composition is not None else (own,)
         eps, delta = composed_total(chain)
         props: tuple[str, ...] = ()
@@ -267,6 +293,15 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     Every table is read by its own engine: one aggregate pass (and a bounded subsample for the model).
     """
     predicate = Predicate(spec.protect)
+    if spec.record_epsilon is not None:  # refuse before reading anything
+        from .record import check_record_query
+
+        if not is_plain(spec.stats):
+            raise InvalidParameterError(
+                "record-level DP covers mean, sum, count and proportion in this version; variances, quantiles, "
+                "histograms, group-by and ratios are refused (their replace-one sensitivity is not wired yet)",
+                argument="record_epsilon")
+        check_record_query(build_query(spec.stats, spec.names), spec.bounds)
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
@@ -287,9 +322,11 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         query = layout.base
     prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
     # the CSV options apply to every CSV input (open_input ignores them for Parquet files and frames)
-    table = open_input(data, query, predicate, what="data", missing=spec.missing, **csv_options(spec, "data"))
+    clamp = spec.bounds if spec.record_epsilon is not None else ()
+    table = open_input(data, query, predicate, what="data", missing=spec.missing, clamp=clamp,
+                       **csv_options(spec, "data"))
     population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
-                                                           missing=spec.missing,
+                                                           missing=spec.missing, clamp=clamp,
                                                            **csv_options(spec, "--population"))
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
@@ -367,6 +404,12 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         sens = np.asarray(sens, dtype=float) / std.scale
     prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
     prep.layout, prep.truth = layout, truth
+    if spec.record_epsilon is not None:
+        from .record import clamped_notes, sensitivity_set
+
+        rec = sensitivity_set(query, spec.bounds, n if n is not None else table.kept)
+        prep.record_sensitivity = rec.scaled(std.scale)
+        prep.notes.extend(clamped_notes(table, spec.bounds, query))  # private: the curator channel only
     if previous:  # refuse before any noise is drawn
         prep.overlaps = overlaps
         decide_propositions(previous, shared=shared, rows=table.rows, independent=spec.independent,
@@ -387,11 +430,18 @@ def select(prep: Prepared) -> Selection:
         model = prep.modelling.model
         assert isinstance(model, GaussianModel)
         diag = declared_diagnostics(model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta)
-    return select_mechanism(
+    sel = select_mechanism(
         prep.modelling.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
         calibration=spec.calibration, sensitivities=prep.sensitivities, n=prep.modelling.n,
         mechanism=spec.mechanism, rng=prep.stream(_STREAM_SELECT), diagnostics=diag,
     )
+    if spec.record_epsilon is not None and spec.record_delta is not None:
+        from .record import combine
+
+        sel, claim = combine(prep, sel, prep.record_sensitivity, epsilon=spec.record_epsilon,
+                             delta=spec.record_delta)
+        sel.record = claim
+    return sel
 
 
 def release(
@@ -408,7 +458,16 @@ def release(
     synthetic query values through the same path).
     """
     sel = selection or select(prep)
-    plan: NoisePlan | StandardizedPlan = plan_noise(sel.chosen)
+    if prep.spec.record_epsilon is not None and prep.spec.record_delta is not None and sel.record is None:
+        from .record import combine
+
+        sel, claim = combine(prep, sel, prep.record_sensitivity, epsilon=prep.spec.record_epsilon,
+                             delta=prep.spec.record_delta)
+        sel.record = claim
+    from .record_mixed import MixedCandidate, MixedPlan
+
+    plan: NoisePlan | StandardizedPlan = (MixedPlan(sel.chosen) if isinstance(sel.chosen, MixedCandidate)  # type: ignore[assignment]
+                                          else plan_noise(sel.chosen))
     if prep.standardization is not None:
         plan = StandardizedPlan(plan, prep.standardization.scale)
     x = prep.values if truth is None else np.asarray(truth, dtype=float)

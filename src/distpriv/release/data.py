@@ -167,6 +167,7 @@ def open_input(
     na_values: Sequence[str] | str | None = None,
     decimal: str | None = None,
     thousands: str | None = None,
+    clamp: Sequence[tuple[str, float, float]] = (),
 ) -> Table:
     """Open ``value`` (a path, glob or list of them, or a supported frame) and run the aggregate pass.
 
@@ -208,6 +209,10 @@ def open_input(
     if is_csv_input(value):
         opts = {"sep": sep, "encoding": encoding, "na_values": na_values, "decimal": decimal, "thousands": thousands}
     source = open_table(value, what=what, **opts)
+    if clamp:  # declared public bounds: mean/sum contributions clamped (record-level DP, release/record.py)
+        from dataclasses import replace as _replace
+
+        source = _replace(source, clamp=tuple(clamp))
     summary = summarize(source, query, predicate, missing=missing)
     where = "the data" if what == "data" else what
     counts = summary.moments.counts

@@ -111,6 +111,8 @@ class ChainEntry:
     columns: tuple[str, ...]
     randomness: str = "os"
     seed: int | None = None
+    #: record-level DP of this release: {"epsilon", "delta", "mu"} (:mod:`distpriv.release.ledger_record`)
+    record: dict[str, float] | None = None
 
     @property
     def fingerprints(self) -> NDArray[np.uint64]:
@@ -127,7 +129,8 @@ class ChainEntry:
                 "randomness": {"source": self.randomness, "seed": self.seed},
                 "cells": {"file": _cells_name(self.id), "key": self.fingerprint_key, "scheme": CELL_SCHEME,
                           "sha256": _npy_sha(self.cells), "rows": int(self.cells.shape[0]),
-                          "columns": list(self.columns)}}
+                          "columns": list(self.columns)},
+                **({} if self.record is None else {"record": dict(self.record)})}
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,7 +304,14 @@ def _keys(d: Any, expected: set[str], what: str) -> dict[str, Any]:
 
 
 def _entry(raw: Any, folder: Path, i: int) -> ChainEntry:
-    e = _keys(raw, _ENTRY_KEYS, f"release {i + 1} of the chain")
+    e = _keys(raw, _ENTRY_KEYS | ({"record"} if isinstance(raw, dict) and "record" in raw else set()),
+              f"release {i + 1} of the chain")
+    from .ledger_record import parse_record
+
+    try:
+        record = parse_record(e.get("record"), f"release {i + 1}")
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
     rid = e["id"]
     if not isinstance(rid, str) or not _ID_RE.match(rid):
         raise _Bad(f"release {i + 1}: malformed id")
@@ -361,7 +371,7 @@ def _entry(raw: Any, folder: Path, i: int) -> ChainEntry:
     if arr.dtype != np.dtype("<u8") or arr.shape != (rows, len(columns)):
         raise _Bad(f"cell file {fp['file']} is not a uint64 array of {rows} rows and {len(columns)} columns")
     return ChainEntry(rid, eps, delta, e["mechanism"], e["deterministic"], rows, key, arr, tuple(columns),
-                      rnd["source"], seed)
+                      rnd["source"], seed, record)
 
 
 def _parse(folder: Path, doc: Any) -> Ledger:

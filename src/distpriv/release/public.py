@@ -198,8 +198,16 @@ def public_payload(result: ReleaseResult) -> dict[str, Any]:
         "warnings": warnings,
     }
 
+    record = getattr(result.selection, "record", None)
+    if record is not None:  # record-level DP from the same noise draw (issue 22), beside the DistP guarantee
+        items = list(out.items())
+        at = [k for k, _ in items].index("guarantee") + 1
+        out = dict([*items[:at], ("record_guarantee", record.to_dict()), *items[at:]])
     if result.composition is not None:
         out["composition"] = result.composition.to_dict()
+        rec_comp = result.record_composition
+        if rec_comp is not None:  # record-level DP composed over the chain (release/ledger_record.py)
+            out["composition"]["record_guarantee"] = rec_comp
     joint = _joint(result)
     if joint is not None:
         out["noise"]["joint_interval"] = joint
@@ -283,6 +291,9 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
         "missing": spec.missing, "sep": spec.sep, "encoding": spec.encoding,
         "previous_releases": len(spec.previous), "independent": spec.independent,
     }
+    if spec.record_epsilon is not None:  # record-level DP (issue 22): public parameters and declared bounds
+        out["record_epsilon"], out["record_delta"] = spec.record_epsilon, spec.record_delta
+        out["bounds"] = {c: [lo, hi] for c, lo, hi in spec.bounds}
     cmd = ["distpriv", "release", "DATA"]
     for st in spec.stats:
         cmd += ["--stat", st]
@@ -302,6 +313,10 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
         cmd += ["--samples", str(spec.samples)]
         if spec.n is not None:
             cmd += ["--n", str(spec.n)]
+    if spec.record_epsilon is not None:
+        cmd += ["--record-epsilon", repr(spec.record_epsilon), "--record-delta", repr(spec.record_delta)]
+        for c, lo, hi in spec.bounds:
+            cmd += ["--bounds", f"{c}={lo!r}:{hi!r}"]
     if spec.missing != "error":
         cmd += ["--missing", spec.missing]
     if spec.sep is not None:

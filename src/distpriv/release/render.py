@@ -449,6 +449,20 @@ def _diagnostic_row(key: str, test: dict[str, Any], doc: dict[str, Any]) -> dict
             "Test": md_escape(test["detail"])}
 
 
+def _records_words(doc: dict[str, Any]) -> str:
+    """What the report says about individual records: nothing protected, or the record-level DP claim."""
+    rec = doc.get("record_guarantee")
+    if rec is None:
+        return "Individual records are not what is protected."
+    bounds = ", ".join(f"{md_code(c)} in [{lo:g}, {hi:g}]" for c, (lo, hi) in rec["bounds"].items())
+    return (f"**Individual records are protected too**, by the same noise: ({rec['epsilon']:.4g}, {rec['delta']:.3g})-"
+            "differential privacy for one record replaced (datasets of the same size differing in one row): every "
+            f"outcome is at most e^{rec['epsilon']:.4g} times as likely with or without any one person's row, plus "
+            f"δ = {rec['delta']:.3g} (Balle & Wang 2018, analytic Gaussian mechanism, at the worst-case Mahalanobis "
+            f"sensitivity {rec['worst_case_mahalanobis']:.4g} <= {rec['max_mahalanobis']:.4g})"
+            + (f"; declared public bounds {bounds}, values outside them clamped." if bounds else "."))
+
+
 def release_sections(
     ctx: PublicContext, attack_rows: list[dict[str, Any]] | None = None, *, figures: bool = True
 ) -> list[Section]:
@@ -472,7 +486,7 @@ f"**What is protected.** The share of records with {protect}: anyone who sees th
         f"tell whether that share is {_pairs_words(spec['pairs'], doc.get('psi'))} only as well as "
         f"({g['epsilon']:.4g}, {g['delta']:.3g})-distribution privacy allows (Chen & Ohrimenko Def. 3.2): every "
         f"outcome is at most e^ε = e^{g['epsilon']:.4g} times as likely under one share as under the other, plus "
-        f"δ = {g['delta']:.3g}. Individual records are not what is protected.\n\n"
+        f"δ = {g['delta']:.3g}. {_records_words(doc)}\n\n"
         f"**Mechanism.** {label}, chosen among the mechanisms whose guarantee holds for the smallest expected error "
         f"(by {md_escape(g['theorem'])}).\n\n"
     )

@@ -583,6 +583,8 @@ class Selection:
     chosen: Candidate
     candidates: list[Candidate]
     diagnostics: Diagnostics
+    #: the record-level DP claim (:class:`distpriv.release.record.RecordClaim`) when the release asks for it
+    record: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

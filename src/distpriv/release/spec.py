@@ -57,6 +57,7 @@ SPEC_KEYS: tuple[str, ...] = (
     "population", "model", "model_from_data", "n", "samples", "calibration", "seed", "previous", "independent",
     "missing", "sep", "encoding", "id",
     "na_values", "decimal", "thousands", "population_sep", "population_encoding", "interval_level",
+    "record_epsilon", "record_delta", "bounds",
 )
 
 #: Most datasets sampled per θ (``--samples``): the sampled model costs O(samples × n) time and memory, and the
@@ -150,6 +151,9 @@ class ReleaseSpec:
     decimal, thousands: number format of every CSV input (``','`` and ``'.'`` for ``"3.250,5"``).
     population_sep, population_encoding: the population's delimiter and encoding when they differ.
     interval_level: 1 − α of the per-statistic intervals (:mod:`distpriv.release.intervals`), default 0.95.
+    record_epsilon, record_delta: also (E, D)-differential privacy for one record replaced, from the same noise
+        draw (:mod:`distpriv.release.record`); needs ``bounds`` for every column a mean/sum reads.
+    bounds: declared public bounds ``((column, lo, hi), ...)`` (or ``["age=17:90"]``); values outside are clamped.
 
     ``data`` and ``population`` may be globs (``"logs/*.parquet"``): files are scanned lazily.
     """
@@ -182,6 +186,9 @@ class ReleaseSpec:
     population_sep: str | None = None
     population_encoding: str | None = None
     interval_level: float = 0.95
+    record_epsilon: float | None = None
+    record_delta: float | None = None
+    bounds: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.stats:
@@ -252,6 +259,7 @@ class ReleaseSpec:
                 continue  # a glob: open_table reports one matching nothing
             if p is not None and not Path(p).is_file():
                 raise DataUnavailableError(f"{what}: file not found: {p}")
+        self._check_record()
         for p in self.previous:
             if Path(p).is_file():
                 raise InvalidParameterError(
@@ -259,6 +267,39 @@ class ReleaseSpec:
                 )
             if not Path(p).is_dir():
                 raise DataUnavailableError(f"--previous: folder not found: {p}")
+
+    def _check_record(self) -> None:
+        """Record-level DP (issue 22): E and D together, declared bounds, a noise law not read from the table."""
+        from .record import parse_bounds
+
+        object.__setattr__(self, "bounds", parse_bounds(self.bounds))
+        if (self.record_epsilon is None) != (self.record_delta is None):
+            missing = "record_delta" if self.record_delta is None else "record_epsilon"
+            raise InvalidParameterError("record-level DP needs both record_epsilon and record_delta",
+                                        argument=missing)
+        if self.record_epsilon is None:
+            if self.bounds:
+                raise InvalidParameterError("declared bounds are used by record-level DP only; give record_epsilon "
+                                            "and record_delta too", argument="bounds")
+            return
+        for name, check in (("record_epsilon", check_epsilon), ("record_delta", check_delta)):
+            try:
+                object.__setattr__(self, name, check(getattr(self, name), name))
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(str(exc).removeprefix(f"{name}: "), argument=name) from None
+        if self.model_from_data:
+            raise InvalidParameterError(
+                "record-level DP needs a noise law not computed from the private table; model f_θ from a public "
+                "population or a declared model instead", argument="model_from_data")
+        if self.missing != "error":
+            raise InvalidParameterError("record-level DP needs missing='error' (dropping rows would make n depend on "
+                                        "one record)", argument="missing")
+        if self.calibration != "exact":
+            raise InvalidParameterError("record-level DP is calibrated exactly; use calibration='exact'",
+                                        argument="calibration")
+        from .record import check_record_specs
+
+        check_record_specs(self.stats)
 
     @property
     def labels(self) -> tuple[float, ...]:
@@ -300,6 +341,9 @@ class ReleaseSpec:
             "thousands": self.thousands,
             "population_sep": self.population_sep,
             "population_encoding": self.population_encoding,
+            "record_epsilon": self.record_epsilon,
+            "record_delta": self.record_delta,
+            "bounds": {c: [lo, hi] for c, lo, hi in self.bounds},
         }
 
 
@@ -346,6 +390,11 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         pairs = out["pairs"]
         if not isinstance(pairs, list):
             raise InvalidTypeError(f"--config: pairs must be a list of [p1, p2] in {p}")
+    for key in ("record_epsilon", "record_delta"):
+        if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
+            raise InvalidTypeError(f"--config: {key} must be a number in {p}, got {out[key]!r}")
+    if "bounds" in out and not isinstance(out["bounds"], (Mapping, list)):
+        raise InvalidTypeError(f"--config: bounds must be a table {{age = \"17:90\"}} or a list of 'col=lo:hi' in {p}")
     for key in ("epsilon", "delta", "around", "gap"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
             raise InvalidTypeError(f"--config: {key} must be a number in {p}, got {out[key]!r}")
@@ -431,6 +480,9 @@ def build_spec(
     population_encoding: str | None = None,
     interval_level: float | None = None,
     range: str | None = None,  # noqa: A002 - the option's name
+    record_epsilon: float | None = None,
+    record_delta: float | None = None,
+    bounds: Sequence[str] | None = None,
 ) -> ReleaseSpec:
     """Merge a TOML spec file (if any) with command-line options (which win) into a :class:`ReleaseSpec`."""
     cfg = load_spec_file(config) if config is not None else {}
@@ -461,6 +513,9 @@ def build_spec(
         "population_sep": population_sep,
         "population_encoding": population_encoding,
         "interval_level": interval_level,
+        "record_epsilon": record_epsilon,
+        "record_delta": record_delta,
+        "bounds": list(bounds) if bounds else None,
     }
     for k, v in cli.items():
         if v is not None:
@@ -495,4 +550,8 @@ def build_spec(
     kwargs["previous"] = tuple(kwargs.get("previous") or ())
     kwargs["independent"] = bool(kwargs.get("independent") or False)
     kwargs["model_from_data"] = bool(kwargs.get("model_from_data") or False)
+    if "bounds" in kwargs:
+        from .record import parse_bounds
+
+        kwargs["bounds"] = parse_bounds(kwargs["bounds"])
     return ReleaseSpec(**kwargs)
