@@ -111,14 +111,7 @@ def adult_workflow(
 
 
 def _noise_text(mech: Mechanism) -> str:
-    if mech.kind == "laplace":
-        b = mech.laplace_scale
-        return f"Lap(b={b:.3g})" + (" along v" if mech.basis is not None and mech.basis.shape[1] < mech.dim else "")
-    if mech.kind == "gaussian":
-        w = np.clip(np.linalg.eigvalsh(mech.noise_covariance), 0, None)
-        rank = int((w > 1e-12 * max(w.max(), 1e-300)).sum())
-        return f"N(0, Σ_Z) rank {rank}, tr={w.sum():.3g}"
-    return "none"
+    return mech.noise.short_text()
 
 
 def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
