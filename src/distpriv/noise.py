@@ -144,11 +144,19 @@ class NoiseLaw:
 
     @classmethod
     def of(cls, mechanism: Any) -> NoiseLaw:
-        """The noise law of a mechanism (its ``noise`` attribute); kept for pre-issue-24 callers."""
-        law = mechanism.noise
-        if not isinstance(law, NoiseLaw):
-            raise InvalidTypeError(f"mechanism: expected a mechanism with a NoiseLaw, got {type(mechanism).__name__}")
-        return law
+        """The noise law of a mechanism: its ``noise``; for a duck-typed object of the pre-issue-24 shape, the law
+        of its ``kind`` with ``noise_covariance`` (Gaussian), ``basis`` and ``scales`` (Laplace) or ``dim`` (none)."""
+        law = getattr(mechanism, "noise", None)
+        if isinstance(law, NoiseLaw):
+            return law
+        kind = getattr(mechanism, "kind", None)
+        if kind == "gaussian":
+            return cls.gaussian(mechanism.noise_covariance)
+        if kind == "laplace":
+            return cls.laplace(mechanism.basis, mechanism.scales)
+        if kind == "none":
+            return cls.none(mechanism.dim)
+        raise InvalidTypeError(f"mechanism: expected a mechanism with a NoiseLaw, got {type(mechanism).__name__}")
 
     def accountable(self) -> NoiseLaw:
         """This law, checked for the exact accounting: Laplace scales > 0 and no Theorem 5.7 noise.

@@ -7,6 +7,7 @@ and exposes the noise law it adds, its expected error and its
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,9 +16,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import RngLike, check_array
 from ..accounting.profile import Profile
+from ..accounting.release import proven_epsilon
 from ..errors import InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
+from ..models import QueryModel
 from ..noise import NoiseKind, NoiseLaw
+from ..privacy_profile import Claim, PrivacyProfile
+
+#: The assumption of a profile computed from a model: the model is the truth.
+MODEL_TRUTH: str = Assumption("the supplied f_θ model (its Gaussian fit for samples) equals the true query "
+                              "distributions", AssumptionCode.MODEL_IS_TRUTH)
 
 
 @dataclass(frozen=True)
@@ -216,6 +224,36 @@ class AdditiveNoiseMechanism:
         if method is not None and (self.l2_estimate is None or self.l2_estimate.value != value):
             self.set_l2_estimate(value, method)
         return value
+
+    # ------------------------------------------------------------------ privacy map
+    def privacy_profile(self, model: QueryModel | None = None) -> PrivacyProfile:
+        """The mechanism's privacy map over its Ψ (:class:`~distpriv.privacy_profile.PrivacyProfile`).
+
+        Without ``model``: the calibrated claim (ε, δ₀) of :attr:`guarantee`, which also proves (ε, δ) for
+        every δ >= δ₀ (and nothing below δ₀: ε = ∞). With a Gaussian or empirical ``model`` of f_θ: the
+        exact map δ ↦ least ε of the output laws F + Z (:func:`distpriv.accounting.release.proven_epsilon`,
+        certified upper end; Chen & Ohrimenko Definition 3.2 evaluated by the exact accounting of
+        :attr:`noise`), under the assumption that the model (its Gaussian fit for samples) is the truth.
+        """
+        g = self.guarantee
+
+        def calibrated(delta: float) -> Claim:
+            d = float(delta)
+            return Claim(g.epsilon if d >= g.delta else math.inf, d)
+
+        if model is None:
+            return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=calibrated, calibration=g.calibration,
+                                  assumptions=g.assumptions, theorem=g.theorem, notes=g.notes)
+        noise = self.noise
+
+        def exact(delta: float) -> Claim:
+            b = proven_epsilon(model, g.pairs, noise, float(delta))
+            return Claim(b.epsilon_upper, float(delta), (f"certified bracket [{b.epsilon_lower:.6g}, "
+                                                        f"{b.epsilon_upper:.6g}] ({b.method})",))
+
+        return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=exact, calibration=Calibration.EXACT,
+                              assumptions=(MODEL_TRUTH,),
+                              theorem="exact privacy profile of the output laws F + Z (distpriv.accounting.release)")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly description (noise law, error, guarantee)."""

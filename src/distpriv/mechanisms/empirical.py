@@ -32,7 +32,7 @@ from ..accounting.empirical import Accountant
 from ..accounting.profile import Profile
 from ..accounting.topup import SLACK, search
 from ..errors import AssumptionError
-from ..guarantees import Calibration
+from ..guarantees import Assumption, AssumptionCode, Calibration
 from ..models import EmpiricalModel
 from ..noise import NoiseLaw
 from ._common import Inputs, as_gaussian, covariance_gap
@@ -42,11 +42,12 @@ from .base import Accounting, Mechanism
 #: W∞ of the samples is the coupling bound itself; the DP baselines make record-level claims).
 EMPIRICAL_NAMES = ("expm-laplace", "dirm-laplace", "expm-gauss", "dirm-gauss", "eigm", "daum", "optm")
 
-SAMPLES_LAW = ("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim covers "
-               "that finite law, not a population the samples were drawn from")
-SAMPLES_TRUTH = "the samples' law equals the true query distributions"
-MIXTURE_PROFILE = ("δ(ε) (or the pure ε) of the output mixtures Σ_i p_i Z(· − x_i) computed exactly or bounded "
-                   "(distpriv.accounting.empirical); no translation or Gaussian assumption")
+SAMPLES_LAW: str = Assumption("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim "
+                         "covers that finite law, not a population the samples were drawn from", AssumptionCode.SAMPLES_LAW)
+SAMPLES_TRUTH: str = Assumption("the samples' law equals the true query distributions", AssumptionCode.MODEL_IS_TRUTH)
+MIXTURE_PROFILE: str = Assumption("δ(ε) (or the pure ε) of the output mixtures Σ_i p_i Z(· − x_i) computed exactly or "
+                             "bounded (distpriv.accounting.empirical); no translation or Gaussian assumption",
+                             AssumptionCode.PROFILE_METHOD)
 
 
 def applies(name: str, inp: Inputs) -> bool:

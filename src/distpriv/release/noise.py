@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AssumptionError, InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Assumption, AssumptionCode, Guarantee
 from ..noise import NoiseLaw
 from .sampler import START_PRECISION, BitSource, Law, sample_rounded_many
 
@@ -56,11 +56,12 @@ GRID_DIVISOR_BITS = 10
 #: Coordinates with std below this fraction of the largest do not set the grid.
 _NEGLIGIBLE = 1e-9
 
-SAMPLER_ASSUMPTION = (
+SAMPLER_ASSUMPTION: str = Assumption(
     "the noise is drawn exactly from the ideal law rounded to the grid (inverse-CDF sampling of the discrete law "
     f"with mpmath at >= {START_PRECISION}-bit precision; mpmath's erfc/exp assumed accurate to 2^(8 − p) at working "
     "precision p, the operating system's entropy assumed uniform); the published values are a post-processing of the "
-    "ideal continuous mechanism"
+    "ideal continuous mechanism",
+    AssumptionCode.SAMPLER,
 )
 
 

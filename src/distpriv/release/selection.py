@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -139,6 +139,11 @@ class NoiselessTest:
         return {"max_mahalanobis": self.max_mahalanobis, "d_max": self.d_max}
 
 
+#: Why a candidate was kept or not (:attr:`Candidate.code`, beside the sentence in ``reason``).
+ReasonCode = Literal["kept", "rejected", "not-evaluated", "record-level-only", "missing-inputs", "misses-target",
+                     "calibration-failed"]
+
+
 @dataclass
 class Candidate:
     """One mechanism as evaluated by :func:`select_mechanism`.
@@ -161,6 +166,12 @@ class Candidate:
     relaxation: Relaxation | None = None
     noiseless: NoiselessTest | None = None
     notes: list[str] = field(default_factory=list)
+    #: the typed twin of ``reason`` (:data:`ReasonCode`); defaults to ``kept`` / ``rejected``
+    code: ReasonCode | None = None
+
+    def __post_init__(self) -> None:
+        if self.code is None:
+            self.code = "kept" if self.kept else "rejected"
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -269,7 +280,7 @@ def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
 
 def _test_text(diag: Diagnostics, assumption: str) -> str:
     t = diag.tests[assumption]
-    if t.detail.startswith("declared"):  # known exactly for a declared model (distpriv.release.declared)
+    if t.code == "declared":  # known exactly for a declared model (distpriv.release.declared)
         return f"{assumption.replace('_', ' ')} holds ({t.detail})"
     return f"{assumption.replace('_', ' ')} not rejected ({t.detail})"
 
@@ -324,11 +335,11 @@ def evaluate_candidate(
     dim = model.dim
     if meta.baseline == "dp":
         return Candidate(name, label, False, "protects single records (group size k = 1 < n), not the property: "
-                         "no distribution-privacy guarantee for Ψ", dim)
+                         "no distribution-privacy guarantee for Ψ", dim, code="record-level-only")
     opts: dict[str, Any] = {}
     if meta.baseline == "groupdp":
         if sensitivities is None or n is None:
-            return Candidate(name, label, False, "needs per-record sensitivities and n", dim)
+            return Candidate(name, label, False, "needs per-record sensitivities and n", dim, code="missing-inputs")
         opts = {"sensitivities": np.asarray(sensitivities, float), "n": int(n)}
     if name == "wasserstein":
         opts = {"w_infinity": diag.wasserstein_w}
@@ -375,7 +386,8 @@ def evaluate_candidate(
             mech = _calibrate(name, cal_model, pairs, epsilon, delta, calibration, opts, pure=cal_model is model)
             if not _meets(mech.guarantee, epsilon, delta):  # e.g. the classic rule weakened to its proven δ
                 return Candidate(name, label, False, f"proven guarantee (ε, δ) = ({mech.guarantee.epsilon:.4g}, "
-                                 f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim)
+                                 f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim,
+                                 code="misses-target")
             g = _finalise(mech.guarantee, mech.guarantee.epsilon, mech.guarantee.delta, passed, None)
             reason = "no shape assumption on f_θ" if not needs else (
                 "values assumed within the observed ranges" if needs == ("bounded",) else "assumptions not rejected")
@@ -385,7 +397,7 @@ def evaluate_candidate(
                              "samples of F (an EmpiricalModel)", dim)
         return _corrected(name, label, model, pairs, diag, failed, passed, epsilon, delta, calibration, opts)
     except DistPrivError as exc:
-        return Candidate(name, label, False, f"calibration failed: {exc}", dim)
+        return Candidate(name, label, False, f"calibration failed: {exc}", dim, code="calibration-failed")
 
 
 def _corrected(
@@ -561,13 +573,13 @@ def select_mechanism(
                                    sensitivities=sensitivities, n=n)
         if first.kept:
             rest = [Candidate(nm, _LABELS[nm], False, "not evaluated: the release without noise (Thm 5.4) is private "
-                              "and no mechanism has a smaller expected error than 0", model.dim)
+                              "and no mechanism has a smaller expected error than 0", model.dim, code="not-evaluated")
                     for nm in names if nm != "none"]
             return Selection(first, [first, *rest], diag)
     done = {
         nm: Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at "
                       f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with "
-                      "--mechanism to try", model.dim)
+                      "--mechanism to try", model.dim, code="not-evaluated")
         if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
         evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                            sensitivities=sensitivities, n=n)
@@ -579,7 +591,7 @@ def select_mechanism(
         if bound > best:
             done[nm] = Candidate(nm, _LABELS[nm], False, f"not evaluated: its expected L2 error is at least "
                                  f"{bound:.4g} (Δ_W >= max over Ψ of ||μ_i − μ_j||₁) > {best:.4g}, the best "
-                                 "candidate's", model.dim)
+                                 "candidate's", model.dim, code="not-evaluated")
         else:
             done[nm] = evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta,
                                           calibration=calibration, sensitivities=sensitivities, n=n)
