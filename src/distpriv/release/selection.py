@@ -185,9 +185,8 @@ class Candidate:
 
     @property
     def noise_covariance(self) -> NDArray[np.float64]:
-        """Covariance of the total noise: base Σ_Z + 2b²I for the Theorem 5.7 Laplace noise."""
-        base = np.zeros((self.dim, self.dim)) if self.base is None else self.base.noise_covariance
-        return base + 2.0 * self.extra_laplace_scale**2 * np.eye(self.dim)
+        """Covariance of the total noise: base Σ_Z + 2b²I for the Theorem 5.7 Laplace noise (:attr:`noise`)."""
+        return self.noise.covariance_matrix
 
     def sample_noise(self, size: int, rng: RngLike = None) -> NDArray[np.float64]:
         """``size`` draws of the total noise, shape (size, m) (:meth:`NoiseLaw.sample`)."""
