@@ -84,6 +84,7 @@ from ._validation import RngLike, as_rng, check_int, check_labels_present, check
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError, UnknownLabelError
 from .guarantees import Framework, Guarantee
 from .models import EmpiricalModel, GaussianModel
+from .noise import NoiseLaw
 
 __all__ = [
     "AuditReport",
@@ -599,14 +600,14 @@ def _central_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> 
         y = np.asarray(mech.release_batch(sample(i, n, g), rng=g), dtype=float)
         return y.reshape(n, -1)
 
-    kind = getattr(mech, "kind", None)
+    law = _law(mech)
     scorer: Scorer | None = None
     name, note = "classifier", "logistic regression on quadratic features trained on a separate split"
     exact: Callable[[float], float | None] = lambda d: None  # noqa: E731
     exact_note = "no exact ε for this model and noise law"
     dim = getattr(model, "dim", None)
-    if kind in ("gaussian", "none") and isinstance(model, GaussianModel):
-        cz = np.zeros((model.dim, model.dim)) if kind == "none" else np.asarray(mech.noise_covariance, dtype=float)
+    if law is not None and law.gaussian_family and isinstance(model, GaussianModel):
+        cz = law.covariance_matrix
         mu0, mu1 = model.mean(a), model.mean(b)
         s0, s1 = model.covariance(a) + cz, model.covariance(b) + cz
         scorer = _gaussian_scorer(mu0, s0, mu1, s1)
@@ -620,17 +621,17 @@ def _central_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> 
                 exact_note = "output covariances differ across the pair: exact ε not computed here"
         else:
             note = "output Gaussians live on different subspaces; " + note
-    elif kind == "laplace" and isinstance(model, GaussianModel) and model.dim == 1:
-        basis = np.asarray(mech.basis, dtype=float)
-        scales = np.asarray(mech.scales, dtype=float)
+    elif law is not None and law.pure and isinstance(model, GaussianModel) and model.dim == 1:
+        basis = np.asarray(law.basis, dtype=float)
+        scales = np.asarray(law.scales, dtype=float)
         if basis.shape == (1, 1) and scales.size == 1:
             bscale = float(scales[0] * abs(basis[0, 0]))
             scorer = _gauss_laplace_scorer(float(model.mean(a)[0]), float(model.covariance(a)[0, 0]),
                                            float(model.mean(b)[0]), float(model.covariance(b)[0, 0]), bscale)
             name, note = "exact-gaussian-laplace", "exact log-likelihood ratio of N(μ_θ, σ_θ²) ⊛ Lap(b) (1-D closed form)"
-    elif isinstance(model, EmpiricalModel) and kind in ("gaussian", "none", "laplace"):
+    elif isinstance(model, EmpiricalModel) and law is not None:
         r0, r1 = rows
-        noiseless = kind == "none" or (kind == "gaussian" and not np.any(np.asarray(mech.noise_covariance)))
+        noiseless = law.gaussian_family and not np.any(law.covariance_matrix)
         if noiseless:
             scorer, laws = _atoms_scorer(r0, r1)
             name, note = "exact-atoms", "exact likelihood ratio of resampled rows (no noise)"
@@ -643,7 +644,7 @@ def _central_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> 
 
             exact, exact_note = exact_atoms, "exact hockey-stick divergence of the two row distributions"
         else:
-            transform, metric = _noise_transform(mech, model.dim)
+            transform, metric = law.density_transform()
             cost = float(len(r0) + len(r1)) * model.dim
             if transform is not None:
                 scorer = _mixture_scorer(r0, r1, transform, metric)
@@ -661,19 +662,18 @@ def _central_setting(mech: Any, model: Any, pair: tuple[Hashable, Hashable]) -> 
 
 
 def _noise_transform(mech: Any, m: int) -> tuple[NDArray[np.float64] | None, str]:
-    """T with noise density ∝ exp(−½|Tᵀz|²) (Gaussian, full rank) or exp(−|T z|_1) (Laplace, invertible basis)."""
-    if mech.kind == "gaussian":
-        cov = np.asarray(mech.noise_covariance, dtype=float)
-        w, v = np.linalg.eigh(cov)
-        if w.min() <= 1e-12 * max(float(w.max()), 1e-300):
-            return None, "l2"
-        return v / np.sqrt(w), "l2"
-    basis = np.asarray(mech.basis, dtype=float)
-    scales = np.asarray(mech.scales, dtype=float)
-    if basis.shape != (m, m) or abs(np.linalg.det(basis)) < 1e-12:
-        return None, "l1"
-    # z = B L, L_k ~ Lap(b_k): L = B⁻¹ z, density ∝ exp(−Σ_k |(B⁻¹ z)_k| / b_k)
-    return (np.linalg.inv(basis).T / scales[None, :]), "l1"
+    """(T, metric) of the mechanism's noise density (:meth:`distpriv.noise.NoiseLaw.density_transform`)."""
+    law = NoiseLaw.of(mech)
+    if law.dim != m:
+        raise InvalidTypeError(f"mechanism: noise of dimension {law.dim}, expected {m}")
+    return law.density_transform()
+
+
+def _law(mech: Any) -> NoiseLaw | None:
+    """The mechanism's :class:`~distpriv.noise.NoiseLaw`; ``None`` without one, and for a sum with Theorem 5.7's
+    extra Laplace noise (no closed-form likelihood ratio: a classifier scores)."""
+    law = getattr(mech, "noise", None)
+    return law if isinstance(law, NoiseLaw) and law.extra_laplace == 0.0 else None
 
 
 def _mahalanobis(d: NDArray[np.float64], cov: NDArray[np.float64]) -> float:

@@ -34,7 +34,7 @@ from typing import Any
 from .divergences import F_DIVERGENCES
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["DIVERGENCES", "Calibration", "Framework", "Guarantee", "Pair", "compose"]
+__all__ = ["DIVERGENCES", "Assumption", "AssumptionCode", "Calibration", "Framework", "Guarantee", "Pair", "compose"]
 
 Pair = tuple[Hashable, Hashable]
 
@@ -96,6 +96,55 @@ class Calibration(_StrEnum):
     MIXED = "mixed"
 
 
+class AssumptionCode(_StrEnum):
+    """What kind of fact an assumption states (the typed code beside its sentence, :class:`Assumption`)."""
+
+    #: The supplied f_θ model (or the samples' law) equals the true query distributions.
+    MODEL_IS_TRUTH = "model-is-truth"
+    #: f_θ is a translation of f_θ' for every pair (Chen & Ohrimenko Sec. 5.1).
+    TRANSLATION = "translation"
+    #: f_θ is Gaussian (Chen & Ohrimenko Sec. 5.3).
+    GAUSSIAN = "gaussian"
+    #: Σ_θ = Σ_θ' for every pair.
+    EQUAL_COVARIANCE = "equal-covariance"
+    #: f_θ is the empirical law of the supplied samples.
+    SAMPLES_LAW = "samples-law"
+    #: How a profile was computed (exact or a proved bound) on the stated law.
+    PROFILE_METHOD = "profile-method"
+    #: The published noise is drawn exactly from the ideal law on a grid (float-safe sampler).
+    SAMPLER = "sampler"
+    #: The inputs of a local mechanism follow the stated distributions λ (Kawamoto & Murakami).
+    INPUT_LAWS = "input-laws"
+    #: Tupling dummies are drawn i.i.d. from ν.
+    DUMMIES = "dummies"
+    #: The estimated λ̂_s are within the stated D∞ accuracy of the true λ_s (coupling Theorem 3).
+    ACCURACY = "accuracy"
+    #: A statistical test did not reject the assumption (consistent at this sample size, not a proof).
+    NOT_REJECTED = "not-rejected"
+    #: Anything else (a sentence without a code).
+    OTHER = "other"
+
+
+class Assumption(str):
+    """An assumption's sentence (a ``str``: published and compared as before) with its typed ``code``.
+
+    ``Assumption("f_θ = N(μ_θ, Σ_θ) ...", AssumptionCode.GAUSSIAN)``; a plain string in
+    :attr:`Guarantee.assumptions` has code :attr:`AssumptionCode.OTHER` (:meth:`Guarantee.assumption_codes`).
+    """
+
+    code: AssumptionCode
+
+    def __new__(cls, text: str, code: AssumptionCode | str = AssumptionCode.OTHER) -> Assumption:
+        obj = super().__new__(cls, text)
+        obj.code = AssumptionCode.coerce(code, "code")
+        return obj
+
+    @staticmethod
+    def code_of(text: str) -> AssumptionCode:
+        """The code of an assumption (:attr:`AssumptionCode.OTHER` for a plain sentence)."""
+        return text.code if isinstance(text, Assumption) else AssumptionCode.OTHER
+
+
 def _check_epsilon(value: Any) -> float:
     if isinstance(value, bool):
         raise InvalidTypeError("epsilon: expected a real number, got bool")
@@ -138,7 +187,7 @@ def _check_pairs(pairs: Any) -> tuple[Pair, ...]:
 def _strings(values: Any, name: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Iterable):
         raise InvalidTypeError(f"{name}: expected a sequence of strings, got {type(values).__name__}")
-    return tuple(str(v) for v in values)
+    return tuple(v if isinstance(v, Assumption) else str(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -225,6 +274,11 @@ class Guarantee:
     def with_notes(self, *notes: str) -> Guarantee:
         """Return a copy with extra notes appended."""
         return replace(self, notes=self.notes + tuple(notes))
+
+    @property
+    def assumption_codes(self) -> tuple[AssumptionCode, ...]:
+        """The typed code of each assumption (:class:`AssumptionCode`; ``OTHER`` for a plain sentence)."""
+        return tuple(Assumption.code_of(a) for a in self.assumptions)
 
     def with_assumptions(self, *assumptions: str) -> Guarantee:
         """Return a copy with extra assumptions appended."""

@@ -15,21 +15,32 @@ also state their guarantee as a typed :class:`~distpriv.guarantees.Guarantee`:
   depends on the pair of input distributions (λ0, λ1), so its guarantee is computed per pair by
   :func:`distpriv.local.distp_guarantee` (or :meth:`distpriv.local.Tupling.guarantee`) instead.
 
-Both protocols are ``runtime_checkable`` (``isinstance`` checks that the members exist) and are
+* :class:`ProfiledMechanism` — a :class:`PrivacyMechanism` with a ``privacy_profile(...)`` returning a
+  :class:`~distpriv.privacy_profile.PrivacyProfile`, the privacy map every guarantee is derived from
+  (as OpenDP derives ``d_out`` from a privacy map): ``mech.privacy_profile(model=None)`` for central
+  mechanisms, ``Tupling.privacy_profile(λ0, λ1)``, ``CouplingMechanism.privacy_profile(accuracy_epsilon)``,
+  and for a plain finite channel :func:`distpriv.local.privacy_profile` (mechanism, distributions, Ψ).
+  The existing call forms (``mech.guarantee``, :func:`distpriv.local.distp_guarantee`,
+  ``Tupling.guarantee(λ0, λ1, δ)``, ``CouplingMechanism.guarantee(accuracy_epsilon, divergence)``) are
+  thin wrappers: ``profile.guarantee(delta)`` or ``profile.guarantee(divergence=...)``.
+
+All protocols are ``runtime_checkable`` (``isinstance`` checks that the members exist) and are
 checked statically by mypy. Registry metadata of the central mechanisms (needs δ, noise family,
 assumption keys, paper label) is in :mod:`distpriv.mechanisms.metadata`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from numpy.typing import NDArray
 
 from ._validation import RngLike
 from .guarantees import Guarantee
+from .privacy_profile import PrivacyProfile
 
-__all__ = ["CalibratedMechanism", "PrivacyMechanism"]
+__all__ = ["CalibratedMechanism", "PrivacyMechanism", "ProfiledMechanism"]
 
 
 @runtime_checkable
@@ -57,4 +68,18 @@ class CalibratedMechanism(PrivacyMechanism, Protocol):
     @property
     def guarantee(self) -> Guarantee:
         """The (ε, δ) (or divergence) claim, with its framework, pairs and assumptions."""
+        ...
+
+
+@runtime_checkable
+class ProfiledMechanism(PrivacyMechanism, Protocol):
+    """A :class:`PrivacyMechanism` with a privacy map: ``privacy_profile(...)`` -> :class:`PrivacyProfile`.
+
+    The arguments are what the family's claim depends on (the model for a central mechanism, the pair of
+    input laws for tupling, the accuracy of the estimated λ̂ for coupling).
+    """
+
+    @property
+    def privacy_profile(self) -> Callable[..., PrivacyProfile]:
+        """The bound method building the mechanism's :class:`~distpriv.privacy_profile.PrivacyProfile`."""
         ...

@@ -56,7 +56,7 @@ def adult_workflow(
     :func:`~distpriv.experiments.chen_ohrimenko.measures.calibrate_row`.
     """
     from .experiments.chen_ohrimenko import get_context
-    from .experiments.chen_ohrimenko.measures import calibrate_row
+    from .experiments.chen_ohrimenko.measures import CLASSIC_NOTE, calibrate_row
     from .experiments.chen_ohrimenko.settings import _rng
     from .formatting import progress
 
@@ -72,7 +72,7 @@ def adult_workflow(
         for name in WORKFLOW_MECHANISMS:
             mechs[name] = calibrate_row(ctx, name, emp, (p1, p2), epsilon, delta, calibration, notes)
     for note in sorted(notes):
-        if not note.startswith("ClassicCalibrationWarning"):
+        if note != CLASSIC_NOTE:
             warnings.warn(note, stacklevel=2)
 
     data = ctx.attack_data(prop, p1, p2, reps, n_shadow=200, n_test=200, fresh_splits=False)
@@ -111,14 +111,7 @@ def adult_workflow(
 
 
 def _noise_text(mech: Mechanism) -> str:
-    if mech.kind == "laplace":
-        b = mech.laplace_scale
-        return f"Lap(b={b:.3g})" + (" along v" if mech.basis is not None and mech.basis.shape[1] < mech.dim else "")
-    if mech.kind == "gaussian":
-        w = np.clip(np.linalg.eigvalsh(mech.noise_covariance), 0, None)
-        rank = int((w > 1e-12 * max(w.max(), 1e-300)).sum())
-        return f"N(0, Σ_Z) rank {rank}, tr={w.sum():.3g}"
-    return "none"
+    return mech.noise.short_text()
 
 
 def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:

@@ -42,9 +42,9 @@ from scipy import special
 
 from ..calibration import gaussian_delta
 from ..models import EmpiricalModel
+from ..noise import NoiseLaw
 from .laplace import _laplace_shift_delta, complete_basis
 from .profile import EpsilonBound, Profile, worst
-from .release import NoiseLaw
 
 Array = NDArray[np.float64]
 
@@ -242,36 +242,40 @@ class Metric:
     transform: Array
     null: Array
     dims: int
+    #: shift lengths are ℓ2 (Gaussian noise) / ℓ1 Laplace losses (pure ε exists); neither: no noise
+    euclidean: bool = False
+    pure: bool = False
 
     @classmethod
     def of(cls, noise: NoiseLaw) -> Metric:
         m = noise.dim
-        if noise.kind == "gaussian":
+
+        def gaussian(cov: Array) -> Metric:
             w, v = np.linalg.eigh(noise.gaussian_covariance)
             top = float(w.max(initial=0.0))
             keep = w > 1e-12 * top if top > 0 else np.zeros(m, dtype=bool)
             t = (v[:, keep] / np.sqrt(w[keep])).T
-            return cls("gaussian", t, v[:, ~keep].T, int(keep.sum()))
-        if noise.kind == "laplace":
-            assert noise.basis is not None and noise.scales is not None
-            t = (noise.basis / noise.scales).T
-            return cls("laplace", t, complete_basis(noise.basis).T, noise.basis.shape[1])
-        return cls("none", np.zeros((0, m)), np.eye(m), 0)
+            return cls("gaussian", t, v[:, ~keep].T, int(keep.sum()), euclidean=True)
+
+        def laplace(basis: Array, scales: Array) -> Metric:
+            return cls("laplace", (basis / scales).T, complete_basis(basis).T, basis.shape[1], pure=True)
+
+        return noise.match(gaussian=gaussian, laplace=laplace, none=lambda: cls("none", np.zeros((0, m)), np.eye(m), 0))
 
     def lengths(self, d: Array) -> tuple[Array, Array]:
         """(shift length in the noise metric, length outside the noise range) of every row of d."""
         z = d @ self.transform.T
-        length = np.linalg.norm(z, axis=1) if self.kind == "gaussian" else np.abs(z).sum(axis=1)
+        length = np.linalg.norm(z, axis=1) if self.euclidean else np.abs(z).sum(axis=1)
         out = np.linalg.norm(d @ self.null.T, axis=1) if self.null.shape[0] else np.zeros(d.shape[0])
         return length, out
 
     def shift_delta(self, length: Array, outside: Array, epsilon: float, scale: Array) -> Array:
         """δ_shift(d)(ε) of each coupled pair (1 where the shift leaves the noise range)."""
         off = outside > 1e-12 * np.maximum(scale, 1e-300)
-        if self.kind == "gaussian":
+        if self.euclidean:
             val = np.asarray(gaussian_delta(np.asarray(length, dtype=float), float(epsilon)), dtype=float)
             val = np.minimum(1.0, val + 1e-15)
-        elif self.kind == "laplace":
+        elif self.pure:
             val = _laplace_shift_delta(length, epsilon, max(self.dims, 1))
         else:
             val = np.where(length > 0, 1.0, 0.0)
@@ -355,7 +359,7 @@ def coupling_pure(p: Atoms, q: Atoms, coupling: Coupling, metric: Metric) -> flo
     d = p.x[coupling.i] - q.x[coupling.j]
     length, outside = metric.lengths(d)
     scale = np.maximum(np.abs(p.x[coupling.i]).max(axis=1), np.abs(q.x[coupling.j]).max(axis=1)) + 1.0
-    if metric.kind != "laplace" or np.any(outside > 1e-12 * scale):
+    if not metric.pure or np.any(outside > 1e-12 * scale):
         return math.inf if np.any(length > 0) or np.any(outside > 1e-12 * scale) else 0.0
     return float(length.max(initial=0.0)) * (1 + 1e-12)
 
@@ -364,9 +368,8 @@ def coupling_pure(p: Atoms, q: Atoms, coupling: Coupling, metric: Metric) -> flo
 def _one_d(noise: NoiseLaw) -> bool:
     if noise.dim != 1:
         return False
-    if noise.kind == "gaussian":
-        return float(noise.gaussian_covariance[0, 0]) > 0
-    return noise.kind == "laplace"
+    return noise.match(gaussian=lambda c: float(noise.gaussian_covariance[0, 0]) > 0, laplace=lambda b, s: True,
+                       none=lambda: False)
 
 
 class Accountant:
@@ -392,7 +395,7 @@ class Accountant:
         for a, b in self.pairs:
             for x, y in ((a, b), (b, a)):
                 p, q = self.atoms[x], self.atoms[y]
-                if _one_d(noise) and noise.kind == "laplace":
+                if _one_d(noise) and noise.pure:
                     assert noise.scales is not None
                     val = laplace_1d_delta(p, q, float(noise.scales[0]), epsilon)
                     profs.append(Profile(epsilon, val, max(0.0, val - 2 * ROUNDING), EXACT_LAPLACE_1D, (x, y)))
@@ -412,12 +415,12 @@ class Accountant:
         """Proven pure ε (exact for 1-D Laplace noise; the coupling bound otherwise; ∞ for Gaussian noise)."""
         best = 0.0
         pair: tuple[Hashable, Hashable] | None = None
-        method = EXACT_LAPLACE_1D if _one_d(noise) and noise.kind == "laplace" else COUPLING_MIXTURE
+        method = EXACT_LAPLACE_1D if _one_d(noise) and noise.pure else COUPLING_MIXTURE
         metric = Metric.of(noise)
         for a, b in self.pairs:
             for x, y in ((a, b), (b, a)):
                 p, q = self.atoms[x], self.atoms[y]
-                if noise.kind == "gaussian":
+                if noise.adds_gaussian:
                     val = math.inf
                 elif _one_d(noise):
                     assert noise.scales is not None
@@ -434,12 +437,12 @@ class Accountant:
 
 def _shape(noise: NoiseLaw) -> Array:
     """A scale-free fingerprint of the noise's shape (its directions), for caching couplings."""
-    if noise.kind == "laplace":
-        assert noise.basis is not None and noise.scales is not None
-        return np.concatenate([noise.basis.ravel(), noise.scales / noise.scales.max()])
-    c = noise.gaussian_covariance
-    top = float(np.abs(c).max(initial=0.0))
-    return (c / top).ravel() if top > 0 else c.ravel()
+    def gaussian(cov: Array) -> Array:
+        c = noise.gaussian_covariance
+        top = float(np.abs(c).max(initial=0.0))
+        return (c / top).ravel() if top > 0 else c.ravel()
+
+    return noise.match(gaussian=gaussian, laplace=lambda b, s: np.concatenate([b.ravel(), s / s.max()]))
 
 
 __all__ = [

@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..models import EmpiricalModel, GaussianModel, QueryModel
+from ..noise import NoiseLaw
 from . import gaussian as gauss
 from . import laplace as lap
 from . import pld
@@ -47,67 +47,6 @@ from .profile import (
 
 #: Relative size below which covariance differences count as zero (equal covariances / diagonal).
 COV_TOL = 1e-12
-
-
-@dataclass(frozen=True)
-class NoiseLaw:
-    """The noise a mechanism adds: Gaussian N(0, covariance), Laplace B·L (L_k ~ Lap(scales[k])), or none."""
-
-    kind: str
-    dim: int
-    covariance: NDArray[np.float64] | None = None
-    basis: NDArray[np.float64] | None = None
-    scales: NDArray[np.float64] | None = None
-
-    @classmethod
-    def gaussian(cls, covariance: ArrayLike) -> NoiseLaw:
-        c = np.atleast_2d(np.asarray(covariance, dtype=float))
-        return cls("gaussian", c.shape[0], covariance=0.5 * (c + c.T))
-
-    @classmethod
-    def laplace(cls, basis: ArrayLike, scales: ArrayLike) -> NoiseLaw:
-        b = np.atleast_2d(np.asarray(basis, dtype=float))
-        s = np.atleast_1d(np.asarray(scales, dtype=float))
-        if b.shape[1] != s.size:
-            raise InvalidTypeError(f"scales: expected {b.shape[1]} Laplace scales (one per basis column), got {s.size}")
-        if np.any(s <= 0):
-            raise InvalidParameterError("scales: Laplace scales must be > 0")
-        return cls("laplace", b.shape[0], basis=b, scales=s)
-
-    @classmethod
-    def none(cls, dim: int) -> NoiseLaw:
-        return cls("none", dim)
-
-    @classmethod
-    def of(cls, mechanism: Any) -> NoiseLaw:
-        """The noise law of a :class:`~distpriv.mechanisms.base.Mechanism` (duck-typed)."""
-        kind = mechanism.kind
-        if kind == "gaussian":
-            return cls.gaussian(mechanism.noise_covariance)
-        if kind == "laplace":
-            return cls.laplace(mechanism.basis, mechanism.scales)
-        return cls.none(mechanism.dim)
-
-    @property
-    def gaussian_covariance(self) -> NDArray[np.float64]:
-        if self.kind == "gaussian" and self.covariance is not None:
-            return self.covariance
-        return np.zeros((self.dim, self.dim))
-
-    def scaled(self, factor: float) -> NoiseLaw:
-        """Every noise coordinate multiplied by ``factor`` (covariance × factor²)."""
-        if self.kind == "gaussian":
-            return NoiseLaw.gaussian(self.gaussian_covariance * factor * factor)
-        if self.kind == "laplace":
-            assert self.basis is not None and self.scales is not None
-            return NoiseLaw.laplace(self.basis, self.scales * factor)
-        return self
-
-    def plus_isotropic(self, variance: float) -> NoiseLaw:
-        """Add independent N(0, variance·I) (Gaussian and no-noise laws)."""
-        if self.kind == "laplace":
-            raise InvalidTypeError("noise: isotropic Gaussian top-up applies to Gaussian noise only")
-        return NoiseLaw.gaussian(self.gaussian_covariance + variance * np.eye(self.dim))
 
 
 def gaussian_view(model: QueryModel) -> GaussianModel:
@@ -291,7 +230,8 @@ def pair_profiles(model: QueryModel, a: Hashable, b: Hashable, noise: NoiseLaw, 
     """(δ of P_a against P_b, δ of P_b against P_a) at ε for the release F + Z."""
     g = gaussian_view(model)
     eps = float(epsilon)
-    if noise.kind in ("gaussian", "none"):
+    noise = noise.accountable()
+    if noise.gaussian_family:
         cov = noise.gaussian_covariance
         red = gauss.reduce_pair(g.mean(a), g.covariance(a) + cov, g.mean(b), g.covariance(b) + cov)
         p1 = gauss.profile_from_reduction(red, eps, rtol=rtol, target=target)
@@ -383,7 +323,7 @@ def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     (only (ε, δ) claims are proven there). With ``target`` (decision mode) brackets are refined
     only until they decide pure ε <= target: the decision is exact, the bracket less tight.
     """
-    if noise.kind != "laplace":
+    if not noise.accountable().pure:
         return EpsilonBound(math.inf, math.inf, 0.0, "Gaussian noise has no pure ε")
     g = gaussian_view(model)
     up = lo = 0.0

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -48,7 +48,7 @@ from .._validation import (
     check_real,
 )
 from ..accounting import gaussian_1d_delta
-from ..accounting.release import NoiseLaw, proven_delta
+from ..accounting.release import proven_delta
 from ..accounting.topup import SLACK, topup_gaussian
 from ..calibration import check_calibration, classic_c, gaussian_delta, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
@@ -56,6 +56,7 @@ from ..guarantees import Calibration, Guarantee
 from ..mechanisms._common import Inputs
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian_uncertainty import eigm, mahalanobis
+from ..noise import NoiseLaw
 from .pufferfish import PufferfishFramework, SecretPair, to_distribution_privacy
 
 THEOREM = "Zhang, Ohrimenko & Cummings Alg 1, Thm 1 (accuracy Thm 2)"
@@ -109,7 +110,7 @@ class AttributeGaussianMechanism(Mechanism):
     def accuracy(self, beta: float) -> float:
         """(α, β)-accuracy (Theorem 2). Vector F: P(||Z||_2 > α) <= β with α² = λ_max(Σ_Z) χ²_m(1 − β)."""
         b = check_delta(beta, "beta")
-        if self.kind == "none":
+        if self.noise.noiseless:
             return 0.0
         if self.dim == 1:
             return apgm_accuracy(float(self.noise_covariance[0, 0]), b)
@@ -124,10 +125,8 @@ class AttributeGaussianMechanism(Mechanism):
 
 def _make(dim: int, cov: NDArray[np.float64], guarantee: Guarantee, details: dict[str, Any]) -> AttributeGaussianMechanism:
     noisy = bool(np.any(np.linalg.eigvalsh(cov) > 0)) if dim else False
-    kind: Literal["gaussian", "none"] = "gaussian" if noisy else "none"
-    return AttributeGaussianMechanism(
-        "apgm", "APGM", dim, kind, guarantee, covariance=cov if noisy else None, details=details
-    )
+    noise = NoiseLaw.gaussian(cov) if noisy else NoiseLaw.none(dim)
+    return AttributeGaussianMechanism("apgm", "APGM", dim, noise, guarantee, details=details)
 
 
 def _guarantee(epsilon: float, delta: float, calibration: str, pairs: Sequence[SecretPair], assumptions: Sequence[str],

@@ -38,6 +38,7 @@ from .._validation import check_delta, check_epsilon, check_int, check_positive
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 from ..guarantees import Calibration, Guarantee
 from ..mechanisms.base import Mechanism
+from ..noise import NoiseLaw
 from .bayesnet import ParameterNetwork, as_networks, max_influence
 from .pufferfish import Interval, PufferfishFramework
 
@@ -354,9 +355,9 @@ def apmqm(
         "exhaustive": exhaustive_all,
     }
     if b > 0:
-        return QuiltMechanism("apmqm", "APMQM", dim, "laplace", g, basis=np.eye(dim), scales=np.full(dim, b),
+        return QuiltMechanism("apmqm", "APMQM", dim, NoiseLaw.laplace(np.eye(dim), np.full(dim, b)), g,
                               details=details, scale=b, choices=chosen)
-    return QuiltMechanism("apmqm", "APMQM", dim, "none", g, details=details, scale=b, choices=chosen)
+    return QuiltMechanism("apmqm", "APMQM", dim, NoiseLaw.none(dim), g, details=details, scale=b, choices=chosen)
 
 
 __all__ = [

@@ -273,7 +273,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
             "released": float(draws[0]),
             "laplace_scale": float(mech.scale),
             "mean_abs_error": float(np.mean(np.abs(draws - true))),
-            "noise_free": mech.kind == "none",
+            "noise_free": mech.noise.noiseless,
             "chosen_quilt": None if choice.quilt is None else choice.quilt.to_dict(),
             "chosen_max_influence": choice.influence,
             "fallback": choice.fallback,

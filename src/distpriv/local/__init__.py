@@ -26,6 +26,7 @@ from .accounting import (
     distp_epsilon_pairs,
     distp_guarantee,
     dp_epsilon,
+    privacy_profile,
     xdistp_epsilon,
 )
 from .attack import BayesAttacker, attack_success_rate
@@ -69,6 +70,7 @@ __all__ = [
     "distp_epsilon",
     "distp_epsilon_pairs",
     "distp_guarantee",
+    "privacy_profile",
     "dp_epsilon",
     "euclidean_cost",
     "exponential_mechanism",

@@ -32,19 +32,25 @@ from numpy.typing import ArrayLike
 from .. import divergences as dv
 from .._validation import check_choice, check_delta, check_real
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..guarantees import Calibration, Guarantee
+from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
+from ..privacy_profile import Claim, PrivacyProfile
 from .mechanism import LocalMechanism
 from .tupling import Tupling
 
 __all__ = [
+    "EXACT_INPUTS",
     "distp_delta",
     "distp_divergence",
     "distp_epsilon",
     "distp_epsilon_pairs",
     "distp_guarantee",
     "dp_epsilon",
+    "privacy_profile",
     "xdistp_epsilon",
 ]
+
+#: The assumption of every exact local claim: the inputs follow the stated λ.
+EXACT_INPUTS: str = Assumption("the users' inputs follow exactly the given distributions λ", AssumptionCode.INPUT_LAWS)
 
 
 def _check_mech(mech: object) -> None:
@@ -171,16 +177,17 @@ def distp_epsilon_pairs(
     return max(vals)
 
 
-def distp_guarantee(
+def privacy_profile(
     mech: LocalMechanism | Tupling,
     distributions: Mapping[Any, ArrayLike],
     pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-    delta: float = 0.0,
-) -> Guarantee:
-    """The exact (ε, δ)-DistP guarantee of ``mech`` over labelled pairs Ψ as a :class:`Guarantee`.
+) -> PrivacyProfile:
+    """The exact privacy map of ``mech`` over labelled pairs Ψ (:class:`~distpriv.privacy_profile.PrivacyProfile`).
 
-    ``distributions`` maps labels (e.g. ``"male"``) to input distributions; ``pairs``
-    defaults to all unordered pairs of labels.
+    δ ↦ least ε with (ε, δ)-DistP (:func:`distp_epsilon_pairs`, exact hockey-stick accounting of the lifted
+    channel, Kawamoto & Murakami tupling paper Definition 8) and D ↦ the largest D(A#λ0 ‖ A#λ1) over Ψ, both
+    orders (divergence paper Definition 11). ``distributions`` maps labels (e.g. ``"male"``) to input
+    distributions; ``pairs`` defaults to all unordered pairs of labels.
     """
     labels = list(distributions)
     if len(labels) < 2:
@@ -191,18 +198,39 @@ def distp_guarantee(
         for lab in (a, b):
             if lab not in distributions:
                 raise InvalidParameterError(f"pairs: unknown label {lab!r}; known labels are {labels}")
-    d = check_delta(delta, "delta", allow_zero=True)
-    eps = distp_epsilon_pairs(mech, [(distributions[a], distributions[b]) for a, b in pairs], d)
-    return Guarantee(
-        epsilon=eps,
-        delta=d,
+    laws = [(distributions[a], distributions[b]) for a, b in pairs]
+
+    def at_delta(delta: float) -> Claim:
+        d = check_delta(delta, "delta", allow_zero=True)
+        return Claim(distp_epsilon_pairs(mech, laws, d), d)
+
+    def at_divergence(name: str) -> Claim:
+        return Claim(distp_epsilon_pairs(mech, laws, divergence=name))
+
+    return PrivacyProfile(
         mechanism=getattr(mech, "name", type(mech).__name__),
         framework="local-distribution-privacy",
-        calibration=Calibration.EXACT,
         pairs=tuple(pairs),
-        assumptions=("the users' inputs follow exactly the given distributions λ",),
+        at_delta=at_delta,
+        at_divergence=at_divergence,
+        calibration=Calibration.EXACT,
+        assumptions=(EXACT_INPUTS,),
         theorem="Kawamoto & Murakami (tupling) Definition 8; exact hockey-stick accounting",
     )
+
+
+def distp_guarantee(
+    mech: LocalMechanism | Tupling,
+    distributions: Mapping[Any, ArrayLike],
+    pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
+    delta: float = 0.0,
+) -> Guarantee:
+    """The exact (ε, δ)-DistP guarantee of ``mech`` over labelled pairs Ψ: ``privacy_profile(...).guarantee(delta)``.
+
+    ``distributions`` maps labels (e.g. ``"male"``) to input distributions; ``pairs``
+    defaults to all unordered pairs of labels.
+    """
+    return privacy_profile(mech, distributions, pairs).guarantee(delta)
 
 
 def dp_epsilon(mech: LocalMechanism, delta: float = 0.0) -> float:

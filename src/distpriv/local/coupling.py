@@ -32,7 +32,8 @@ from numpy.typing import ArrayLike, NDArray
 from .. import divergences as dv
 from .._validation import check_array, check_choice, check_delta, check_real
 from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
-from ..guarantees import Calibration, Framework, Guarantee
+from ..guarantees import Assumption, AssumptionCode, Calibration, Framework, Guarantee
+from ..privacy_profile import Claim, PrivacyProfile
 from .coupling_accounting import WorstCase, worst_case
 from .mechanism import Mechanism, check_distribution
 
@@ -400,49 +401,59 @@ class CouplingMechanism:
             return WorstCase(min(wc.lower, cap), cap, wc.method + why, wc.pair)
         return wc
 
-    def guarantee(self, accuracy_epsilon: float, divergence: str = "max", *, method: str = "exact") -> Guarantee:
-        """The DistP guarantee given ``D∞`` accuracy ε of every ``λ̂_s`` (both directions).
+    def privacy_profile(self, accuracy_epsilon: float, *, method: str = "exact") -> PrivacyProfile:
+        """The privacy map given ``D∞`` accuracy ε of every ``λ̂_s`` (both directions), one value per divergence.
 
-        ``method="exact"`` (default) claims :meth:`worst_case` — the least level the accuracy
+        ``method="exact"`` (default) answers with :meth:`worst_case` — the least level the accuracy
         assumption proves for these matrices (its upper end, never above Theorem 3's);
-        ``method="theorem"`` claims Theorem 3's value (:func:`coupling_theorem3`), which needs only ε.
-        ``divergence="max"`` gives an (ε, 0) claim (``Guarantee.divergence is None``); an f-divergence
-        name gives a divergence claim ``D <= value`` with ``Guarantee.divergence`` set to that name and
-        ``delta = 0``. Ψ is every pair of distinct contexts.
+        ``method="theorem"`` with Theorem 3's value (:func:`coupling_theorem3`), which needs only ε.
+        ``profile.guarantee(divergence="kl")`` is a divergence claim; ``profile.guarantee(0.0)`` the (ε, 0)
+        max-divergence claim (``divergence="max"``). Ψ is every pair of distinct contexts.
         """
         acc = _accuracy(accuracy_epsilon, "accuracy_epsilon")
-        name = check_choice(divergence, "divergence", ("max", *dv.F_DIVERGENCES))
         how = check_choice(method, "method", ("exact", "theorem"))
-        val = coupling_theorem3(acc, name)
-        item = {"max": "1", "kl": "2"}.get(name, "3")
-        label = "D∞" if name == "max" else name
-        theorem = f"Kawamoto & Murakami (divergence) Theorem 3({item}), D = {label}"
-        notes: tuple[str, ...] = ()
-        calibration = Calibration.THEOREM
-        if how == "exact" and math.isfinite(acc):
-            wc = self.worst_case(acc, name)
-            notes = (f"worst case over the accuracy balls: [{wc.lower:.6g}, {wc.upper:.6g}] ({wc.method}); "
-                     f"Theorem 3 gives {val:.6g}",)
-            val = min(val, wc.upper)
-            calibration = Calibration.EXACT
-            theorem = (f"exact worst case of D = {label} over D∞(λ̂_s‖λ_s), D∞(λ_s‖λ̂_s) <= ε for the known matrices "
-                       f"C(s, ·) (tightens Kawamoto & Murakami (divergence) Theorem 3({item}))")
-        return Guarantee(
-            epsilon=val,
-            delta=0.0,
+
+        def at_divergence(divergence: str) -> Claim:
+            name = check_choice(divergence, "divergence", ("max", *dv.F_DIVERGENCES))
+            val = coupling_theorem3(acc, name)
+            item = {"max": "1", "kl": "2"}.get(name, "3")
+            label = "D∞" if name == "max" else name
+            theorem = f"Kawamoto & Murakami (divergence) Theorem 3({item}), D = {label}"
+            notes: tuple[str, ...] = ()
+            calibration = Calibration.THEOREM
+            if how == "exact" and math.isfinite(acc):
+                wc = self.worst_case(acc, name)
+                notes = (f"worst case over the accuracy balls: [{wc.lower:.6g}, {wc.upper:.6g}] ({wc.method}); "
+                         f"Theorem 3 gives {val:.6g}",)
+                val = min(val, wc.upper)
+                calibration = Calibration.EXACT
+                theorem = (f"exact worst case of D = {label} over D∞(λ̂_s‖λ_s), D∞(λ_s‖λ̂_s) <= ε for the known "
+                           f"matrices C(s, ·) (tightens Kawamoto & Murakami (divergence) Theorem 3({item}))")
+            return Claim(val, 0.0, notes, calibration, theorem)
+
+        return PrivacyProfile(
             mechanism=self.name,
             framework=Framework.LOCAL,
-            calibration=calibration,
             pairs=tuple((s, t) for i, s in enumerate(self.contexts) for t in self.contexts[i + 1 :]),
+            at_delta=lambda delta: at_divergence("max"),  # an (ε, 0) claim holds at every δ
+            at_divergence=at_divergence,
+            calibration=Calibration.THEOREM,
             assumptions=(
-                f"D∞(λ̂_s‖λ_s) <= {acc:g} and D∞(λ_s‖λ̂_s) <= {acc:g} "
-                "for every s",
-                "each input x of context s is drawn from the actual λ_s",
+                Assumption(f"D∞(λ̂_s‖λ_s) <= {acc:g} and D∞(λ_s‖λ̂_s) <= {acc:g} for every s", AssumptionCode.ACCURACY),
+                Assumption("each input x of context s is drawn from the actual λ_s", AssumptionCode.INPUT_LAWS),
             ),
-            theorem=theorem,
-            divergence=None if name == "max" else name,
-            notes=notes,
         )
+
+    def guarantee(self, accuracy_epsilon: float, divergence: str = "max", *, method: str = "exact") -> Guarantee:
+        """The DistP guarantee given ``D∞`` accuracy ε of every ``λ̂_s``: derived from :meth:`privacy_profile`.
+
+        ``divergence="max"`` gives an (ε, 0) claim (``Guarantee.divergence is None``); an f-divergence
+        name gives a divergence claim ``D <= value`` with ``Guarantee.divergence`` set to that name and
+        ``delta = 0``.
+        """
+        profile = self.privacy_profile(accuracy_epsilon, method=method)
+        name = check_choice(divergence, "divergence", ("max", *dv.F_DIVERGENCES))
+        return profile.guarantee(0.0) if name == "max" else profile.guarantee(divergence=name)
 
     def __repr__(self) -> str:
         return f"CouplingMechanism(kind={self.kind!r}, contexts={self.contexts!r}, |X|={self.n_inputs}, |Y|={self.n_outputs})"

@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import RngLike, as_rng, check_array, check_int
 from ..errors import InvalidParameterError
 from ..guarantees import Guarantee
+from ..privacy_profile import PrivacyProfile
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 from .tupling_accounting import EpsilonResult, Theorem3Bound, TuplingAccountant
 
@@ -248,8 +249,13 @@ class Tupling:
         """Theorem 7 KL bound (:meth:`TuplingAccountant.theorem7`)."""
         return self.accountant.theorem7(lam0, lam1, epsilon_a=epsilon_a, beta=beta)
 
+    def privacy_profile(self, lam0: ArrayLike, lam1: ArrayLike, *,
+                        labels: tuple[Any, Any] = ("lam0", "lam1")) -> PrivacyProfile:
+        """The exact privacy map of the pair (:meth:`TuplingAccountant.privacy_profile`)."""
+        return self.accountant.privacy_profile(lam0, lam1, labels=labels)
+
     def guarantee(
         self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, labels: tuple[Any, Any] = ("lam0", "lam1")
     ) -> Guarantee:
-        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee` (:meth:`TuplingAccountant.guarantee`)."""
-        return self.accountant.guarantee(lam0, lam1, delta, labels=labels)
+        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee`: ``privacy_profile(lam0, lam1).guarantee(delta)``."""
+        return self.privacy_profile(lam0, lam1, labels=labels).guarantee(delta)

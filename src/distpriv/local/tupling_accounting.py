@@ -57,7 +57,8 @@ from scipy import optimize
 from .. import divergences as dv
 from .._validation import RngLike, as_rng, check_choice, check_delta, check_int, check_real
 from ..errors import AssumptionError, InvalidParameterError
-from ..guarantees import Calibration, Guarantee
+from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
+from ..privacy_profile import Claim, PrivacyProfile
 from .iid_sums import IidSum
 from .mechanism import check_distribution
 
@@ -711,23 +712,35 @@ class TuplingAccountant:
 
 
     # ---------------------------------------------------------- guarantees
+    def privacy_profile(self, lam0: ArrayLike, lam1: ArrayLike, *,
+                        labels: tuple[Any, Any] = ("lam0", "lam1")) -> PrivacyProfile:
+        """The exact privacy map of the pair (:class:`~distpriv.privacy_profile.PrivacyProfile`).
+
+        δ ↦ the certified upper end of the least ε (:meth:`epsilon_bounds`, exact convolution accounting;
+        Kawamoto & Murakami tupling paper Algorithm 1 / Definition 8), with Theorem 3's bound as a note
+        for uniform dummies.
+        """
+        def at_delta(delta: float) -> Claim:
+            res = self.epsilon_bounds(lam0, lam1, delta)
+            th3 = self.theorem3(lam0, lam1, delta) if delta > 0 and self.mechanism.uniform else None
+            notes = [f"certified bracket [{res.lower:.6g}, {res.upper:.6g}] at grid size {res.bins}"]
+            if th3 is not None:
+                notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
+            return Claim(res.upper, res.delta, tuple(notes))
+
+        return PrivacyProfile(
+            mechanism=self.mechanism.name,
+            framework="local-distribution-privacy",
+            pairs=(labels,),
+            at_delta=at_delta,
+            calibration=Calibration.EXACT,
+            assumptions=(Assumption("inputs follow exactly the given λ0, λ1", AssumptionCode.INPUT_LAWS),
+                         Assumption("dummies drawn i.i.d. from ν", AssumptionCode.DUMMIES)),
+            theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",
+        )
+
     def guarantee(
         self, lam0: ArrayLike, lam1: ArrayLike, delta: float, *, labels: tuple[Any, Any] = ("lam0", "lam1")
     ) -> Guarantee:
-        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee` (certified upper end of the bracket)."""
-        res = self.epsilon_bounds(lam0, lam1, delta)
-        th3 = self.theorem3(lam0, lam1, delta) if delta > 0 and self.mechanism.uniform else None
-        notes = [f"certified bracket [{res.lower:.6g}, {res.upper:.6g}] at grid size {res.bins}"]
-        if th3 is not None:
-            notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
-        return Guarantee(
-            epsilon=res.upper,
-            delta=res.delta,
-            mechanism=self.mechanism.name,
-            framework="local-distribution-privacy",
-            calibration=Calibration.EXACT,
-            pairs=(labels,),
-            assumptions=("inputs follow exactly the given λ0, λ1", "dummies drawn i.i.d. from ν"),
-            theorem="Kawamoto & Murakami (tupling) Algorithm 1 / Definition 8; exact convolution accounting",
-            notes=tuple(notes),
-        )
+        """Exact (ε, δ)-DistP of the pair as a :class:`Guarantee`: ``privacy_profile(lam0, lam1).guarantee(delta)``."""
+        return self.privacy_profile(lam0, lam1, labels=labels).guarantee(delta)

@@ -12,12 +12,15 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import check_array, check_delta, check_epsilon
 from ..calibration import check_calibration, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
+from ..guarantees import Assumption, AssumptionCode
 from ..models import EmpiricalModel, GaussianModel, Pair, QueryModel, normalize_pairs, pair_stats
 
-TRANSLATION = "f_θi is a translation of f_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.1)"
-GAUSSIAN = "f_θ = N(μ_θ, Σ_θ) for every θ in Ψ (Chen & Ohrimenko Sec. 5.3)"
-EQUAL_COV = "Σ_θi = Σ_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.3)"
-MODEL_IS_TRUTH = "the supplied f_θ model equals the true query distributions (else see Thm 5.6/5.7, distpriv.relaxed)"
+TRANSLATION: str = Assumption("f_θi is a translation of f_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.1)",
+                         AssumptionCode.TRANSLATION)
+GAUSSIAN: str = Assumption("f_θ = N(μ_θ, Σ_θ) for every θ in Ψ (Chen & Ohrimenko Sec. 5.3)", AssumptionCode.GAUSSIAN)
+EQUAL_COV: str = Assumption("Σ_θi = Σ_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.3)", AssumptionCode.EQUAL_COVARIANCE)
+MODEL_IS_TRUTH: str = Assumption("the supplied f_θ model equals the true query distributions (else see Thm 5.6/5.7, "
+                            "distpriv.relaxed)", AssumptionCode.MODEL_IS_TRUTH)
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
-from .._validation import RngLike, as_rng, check_array, check_int
+from .._validation import RngLike, check_array
 from ..accounting.profile import Profile
+from ..accounting.release import proven_epsilon
 from ..errors import InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
+from ..models import QueryModel
+from ..noise import NoiseKind, NoiseLaw
+from ..privacy_profile import Claim, PrivacyProfile
 
-NoiseKind = Literal["gaussian", "laplace", "none"]
+#: The assumption of a profile computed from a model: the model is the truth.
+MODEL_TRUTH: str = Assumption("the supplied f_θ model (its Gaussian fit for samples) equals the true query "
+                              "distributions", AssumptionCode.MODEL_IS_TRUTH)
 
 
 @dataclass(frozen=True)
@@ -99,14 +104,15 @@ class AdditiveNoiseMechanism:
     Also importable as ``distpriv.Mechanism`` / ``distpriv.mechanisms.Mechanism`` (its name before
     issue 13, kept as an alias). It satisfies :class:`distpriv.protocol.CalibratedMechanism`.
 
-    Gaussian noise: Z ~ N(0, ``noise_covariance``).
-    Laplace noise: Z = B · L, where the columns of ``basis`` (m × d) are the
-    noise directions and L has independent Lap(``laplace_scale[k]``) entries
-    (B = I for per-component noise, B = v for directional noise).
+    The noise is owned by ``noise``, a :class:`~distpriv.noise.NoiseLaw` (Gaussian N(0, Σ_Z), Laplace
+    B·L with L_k ~ Lap(b_k), or none): drawing, covariance, marginals and E||Z||₂ all come from it.
+    ``noise_covariance``, ``laplace_scale``, ``kind``, ``basis`` and ``scales`` are read-only views of it.
+    Build one as ``Mechanism(name, label, m, NoiseLaw.gaussian(cov), guarantee, details={...})``.
 
     Attributes
     ----------
     name: registry name (``"expm-gauss"``); label: the papers' table label (``"ExpM (G)"``).
+    noise: the noise law Z (:class:`~distpriv.noise.NoiseLaw`).
     guarantee: the (ε, δ) claim with its assumptions.
     details: calibration quantities (sensitivities, D_max, per-direction variances, ...) for reports and
     research code; library code reads the typed ``accounting`` and ``l2_estimate`` instead.
@@ -117,14 +123,17 @@ class AdditiveNoiseMechanism:
     name: str
     label: str
     dim: int
-    kind: NoiseKind
+    noise: NoiseLaw
     guarantee: Guarantee
-    covariance: NDArray[np.float64] | None = None
-    basis: NDArray[np.float64] | None = None
-    scales: NDArray[np.float64] | None = None
     details: dict[str, Any] = field(default_factory=dict)
     accounting: Accounting | None = None
     l2_estimate: L2Estimate | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.noise, NoiseLaw):
+            raise InvalidTypeError(f"noise: expected a distpriv.noise.NoiseLaw, got {type(self.noise).__name__}")
+        if self.noise.dim != self.dim:
+            raise InvalidTypeError(f"noise: the noise law has dimension {self.noise.dim}, the mechanism {self.dim}")
 
     @property
     def accounted(self) -> bool:
@@ -142,48 +151,46 @@ class AdditiveNoiseMechanism:
         self.details["_mc_l2"] = value
         self.details["expected_l2_error_method"] = method
 
-    # ------------------------------------------------------------------ noise law
+    # ------------------------------------------------------------------ noise law (views of ``noise``)
+    @property
+    def kind(self) -> NoiseKind:
+        """The noise family: ``gaussian``, ``laplace`` or ``none`` (``noise.kind``)."""
+        return self.noise.kind
+
+    @property
+    def covariance(self) -> NDArray[np.float64] | None:
+        """Σ_Z of Gaussian noise (``None`` otherwise)."""
+        return self.noise.covariance
+
+    @property
+    def basis(self) -> NDArray[np.float64] | None:
+        """The Laplace noise directions B (``None`` otherwise)."""
+        return self.noise.basis
+
+    @property
+    def scales(self) -> NDArray[np.float64] | None:
+        """The Laplace scales b, one per direction (``None`` otherwise)."""
+        return self.noise.scales
+
     @property
     def noise_covariance(self) -> NDArray[np.float64]:
         """Covariance of Z: Σ_Z for Gaussian noise, B diag(2b²) Bᵀ for Laplace noise, 0 for none."""
-        if self.kind == "gaussian":
-            assert self.covariance is not None
-            return self.covariance
-        if self.kind == "laplace":
-            assert self.basis is not None and self.scales is not None
-            return (self.basis * (2.0 * self.scales**2)) @ self.basis.T
-        return np.zeros((self.dim, self.dim))
+        return self.noise.covariance_matrix
 
     @property
     def laplace_scale(self) -> float | NDArray[np.float64] | None:
         """Laplace scale b (a float when all directions share it); ``None`` for non-Laplace noise."""
-        if self.kind != "laplace" or self.scales is None:
-            return None
-        if np.allclose(self.scales, self.scales[0]):
-            return float(self.scales[0])
-        return self.scales
+        return self.noise.laplace_scale
 
     @property
     def noise_std(self) -> NDArray[np.float64]:
         """Per-component standard deviation of Z."""
-        return np.sqrt(np.clip(np.diag(self.noise_covariance), 0.0, None))
+        return self.noise.marginal_std()
 
     # ------------------------------------------------------------------ sampling
     def sample_noise(self, size: int, rng: RngLike = None) -> NDArray[np.float64]:
-        """Draw ``size`` noise vectors, shape (size, m), in one vectorised step."""
-        n = check_int(size, "size", minimum=1)
-        g = as_rng(rng)
-        if self.kind == "none":
-            return np.zeros((n, self.dim))
-        if self.kind == "laplace":
-            assert self.basis is not None and self.scales is not None
-            lap = g.laplace(0.0, 1.0, size=(n, self.scales.size)) * self.scales
-            return lap @ self.basis.T
-        cov = self.noise_covariance
-        w, v = np.linalg.eigh(cov)
-        w = np.clip(w, 0.0, None)
-        z = g.standard_normal((n, self.dim)) * np.sqrt(w)
-        return z @ v.T
+        """Draw ``size`` noise vectors, shape (size, m), in one vectorised step (:meth:`NoiseLaw.sample`)."""
+        return self.noise.sample(rng, size)
 
     def release(self, x: ArrayLike, rng: RngLike = None) -> NDArray[np.float64]:
         """Return F(Data) + Z for one query value ``x`` of length m."""
@@ -203,50 +210,60 @@ class AdditiveNoiseMechanism:
     @property
     def expected_squared_error(self) -> float:
         """E||Z||²_2 = tr(Cov Z) (closed form for every noise law)."""
-        return float(np.trace(self.noise_covariance))
+        return self.noise.expected_squared_error
 
     @property
     def expected_l2_error(self) -> float:
-        """E||Z||_2.
+        """E||Z||_2 (:meth:`distpriv.noise.NoiseLaw.expected_l2`, the library's one estimator).
 
-        Closed forms: isotropic Gaussian σ√2 Γ((r+1)/2)/Γ(r/2) on its rank r; a
-        single Gaussian direction σ√(2/π); a single Laplace direction b. Otherwise
-        a Monte Carlo estimate from 200,000 draws at a fixed seed (relative
-        standard error < 0.3%), recorded in :attr:`l2_estimate` (and ``details["expected_l2_error_method"]``).
+        Closed forms where they exist (isotropic Gaussian, one Laplace direction); otherwise a Monte
+        Carlo estimate on the normalised noise shape, recorded in :attr:`l2_estimate` (and
+        ``details["expected_l2_error_method"]``).
         """
-        if self.kind == "none":
-            return 0.0
-        if self.kind == "laplace":
-            assert self.scales is not None
-            if self.scales.size == 1:
-                return float(self.scales[0])
-        else:
-            w = np.linalg.eigvalsh(self.noise_covariance)
-            tol = 1e-12 * max(1.0, float(w.max(initial=0.0)))
-            pos = w[w > tol]
-            if pos.size == 0:
-                return 0.0
-            if np.allclose(pos, pos[0], rtol=1e-9):
-                r = pos.size
-                return float(math.sqrt(2.0 * pos[0]) * math.exp(special.gammaln((r + 1) / 2) - special.gammaln(r / 2)))
-        if self.l2_estimate is None:
-            z = self.sample_noise(200_000, np.random.default_rng(20240229))
-            self.set_l2_estimate(float(np.linalg.norm(z, axis=1).mean()), "monte-carlo (200,000 draws, seed 20240229)")
-        assert self.l2_estimate is not None
-        return self.l2_estimate.value
+        value, method = self.noise.expected_l2()
+        if method is not None and (self.l2_estimate is None or self.l2_estimate.value != value):
+            self.set_l2_estimate(value, method)
+        return value
+
+    # ------------------------------------------------------------------ privacy map
+    def privacy_profile(self, model: QueryModel | None = None) -> PrivacyProfile:
+        """The mechanism's privacy map over its Ψ (:class:`~distpriv.privacy_profile.PrivacyProfile`).
+
+        Without ``model``: the calibrated claim (ε, δ₀) of :attr:`guarantee`, which also proves (ε, δ) for
+        every δ >= δ₀ (and nothing below δ₀: ε = ∞). With a Gaussian or empirical ``model`` of f_θ: the
+        exact map δ ↦ least ε of the output laws F + Z (:func:`distpriv.accounting.release.proven_epsilon`,
+        certified upper end; Chen & Ohrimenko Definition 3.2 evaluated by the exact accounting of
+        :attr:`noise`), under the assumption that the model (its Gaussian fit for samples) is the truth.
+        """
+        g = self.guarantee
+
+        def calibrated(delta: float) -> Claim:
+            d = float(delta)
+            return Claim(g.epsilon if d >= g.delta else math.inf, d)
+
+        if model is None:
+            return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=calibrated, calibration=g.calibration,
+                                  assumptions=g.assumptions, theorem=g.theorem, notes=g.notes)
+        noise = self.noise
+
+        def exact(delta: float) -> Claim:
+            b = proven_epsilon(model, g.pairs, noise, float(delta))
+            return Claim(b.epsilon_upper, float(delta), (f"certified bracket [{b.epsilon_lower:.6g}, "
+                                                        f"{b.epsilon_upper:.6g}] ({b.method})",))
+
+        return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=exact, calibration=Calibration.EXACT,
+                              assumptions=(MODEL_TRUTH,),
+                              theorem="exact privacy profile of the output laws F + Z (distpriv.accounting.release)")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly description (noise law, error, guarantee)."""
+        ls = self.laplace_scale
         return {
             "mechanism": self.name,
             "label": self.label,
             "noise": self.kind,
             "noise_std": [float(s) for s in self.noise_std],
-            "laplace_scale": (
-                None
-                if self.laplace_scale is None
-                else (self.laplace_scale if isinstance(self.laplace_scale, float) else [float(s) for s in self.laplace_scale])
-            ),
+            "laplace_scale": None if ls is None else (ls if isinstance(ls, float) else [float(s) for s in ls]),
             "expected_l2_error": self.expected_l2_error,
             "expected_squared_error": self.expected_squared_error,
             "guarantee": self.guarantee.to_dict(),

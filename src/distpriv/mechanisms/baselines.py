@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import check_array, check_int
 from ..errors import AssumptionError, InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
+from ..noise import NoiseLaw
 from ._common import Inputs, d_max
 from .base import Mechanism
 from .metadata import METADATA
@@ -91,7 +92,7 @@ def _laplace(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: i
     b = sens / inp.epsilon
     m = inp.model.dim
     g = _guarantee(inp, name, k, n, 0.0, "laplace", "Dwork & Roth Thm 3.6 (group size k)")
-    return Mechanism(name, label, m, "laplace", g, basis=np.eye(m), scales=np.full(m, b),
+    return Mechanism(name, label, m, NoiseLaw.laplace(np.eye(m), np.full(m, b)), g,
                      details={"l1_sensitivity": sens, "group_size": k, "laplace_scale": b})
 
 
@@ -107,7 +108,7 @@ def _gauss(inp: Inputs, sensitivities: ArrayLike | None, group_size: int, n: int
     m = inp.model.dim
     theorem = "Dwork & Roth Thm A.1" if inp.calibration == Calibration.CLASSIC else "Balle & Wang (2018) Thm 8"
     g = _guarantee(inp, name, k, n, inp.delta, inp.calibration, theorem + " (group size k)")
-    return Mechanism(name, label, m, "gaussian", g, covariance=sigma**2 * np.eye(m),
+    return Mechanism(name, label, m, NoiseLaw.gaussian(sigma**2 * np.eye(m)), g,
                      details={"l2_sensitivity": sens, "group_size": k, "d_max": dm, "sigma": sigma})
 
 

@@ -26,14 +26,15 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..accounting.empirical import Accountant
 from ..accounting.profile import Profile
-from ..accounting.release import NoiseLaw
 from ..accounting.topup import SLACK, search
 from ..errors import AssumptionError
-from ..guarantees import Calibration
+from ..guarantees import Assumption, AssumptionCode, Calibration
 from ..models import EmpiricalModel
+from ..noise import NoiseLaw
 from ._common import Inputs, as_gaussian, covariance_gap
 from .base import Accounting, Mechanism
 
@@ -41,11 +42,12 @@ from .base import Accounting, Mechanism
 #: W∞ of the samples is the coupling bound itself; the DP baselines make record-level claims).
 EMPIRICAL_NAMES = ("expm-laplace", "dirm-laplace", "expm-gauss", "dirm-gauss", "eigm", "daum", "optm")
 
-SAMPLES_LAW = ("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim covers "
-               "that finite law, not a population the samples were drawn from")
-SAMPLES_TRUTH = "the samples' law equals the true query distributions"
-MIXTURE_PROFILE = ("δ(ε) (or the pure ε) of the output mixtures Σ_i p_i Z(· − x_i) computed exactly or bounded "
-                   "(distpriv.accounting.empirical); no translation or Gaussian assumption")
+SAMPLES_LAW: str = Assumption("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim "
+                         "covers that finite law, not a population the samples were drawn from", AssumptionCode.SAMPLES_LAW)
+SAMPLES_TRUTH: str = Assumption("the samples' law equals the true query distributions", AssumptionCode.MODEL_IS_TRUTH)
+MIXTURE_PROFILE: str = Assumption("δ(ε) (or the pure ε) of the output mixtures Σ_i p_i Z(· − x_i) computed exactly or "
+                             "bounded (distpriv.accounting.empirical); no translation or Gaussian assumption",
+                             AssumptionCode.PROFILE_METHOD)
 
 
 def applies(name: str, inp: Inputs) -> bool:
@@ -75,10 +77,10 @@ def account_empirical(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
     assert isinstance(model, EmpiricalModel)
     acct = Accountant(model, inp.pairs)
     eps, target = inp.epsilon, inp.delta
-    noise = NoiseLaw.of(mech)
+    noise = mech.noise.accountable()
     notes = list(mech.guarantee.notes)
     gap = covariance_gap(as_gaussian(model), inp.pairs)
-    if mech.kind == "laplace" and target == 0.0:
+    if noise.pure and target == 0.0:
         before = _pure_profile(acct, noise, eps)
         pe0 = float(before.pure_epsilon or 0.0)
         if pe0 <= eps * (1 + SLACK):
@@ -104,7 +106,7 @@ def account_empirical(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
             acc = Accounting(gap, topup_factor=k, pure_epsilon=pe1, topup_steps=steps)
         claimed = 0.0
     else:
-        classic_kept = inp.calibration == Calibration.CLASSIC and eps >= 1.0 and mech.kind == "gaussian"
+        classic_kept = inp.calibration == Calibration.CLASSIC and eps >= 1.0 and noise.adds_gaussian
         before = acct.delta(noise, eps, target=None if classic_kept else target * (1 + SLACK))
         claimed = target
         if classic_kept:
@@ -134,13 +136,13 @@ def _topup(name: str, acct: Accountant, noise: NoiseLaw, eps: float, target: flo
         p = acct.delta(noise.scaled(k), eps, target=target)
         return p.delta_upper <= target, p
 
-    scalable = noise.kind != "none" and ok_scale(1e6)[0]
+    scalable = not noise.noiseless and ok_scale(1e6)[0]
     if scalable:
         k, after, steps = search(ok_scale, 1.25, 1.0, value=_delta_value, goal=target, bad_value=before.delta_upper)
         new = noise.scaled(k)
         what = f"noise scaled by {k:.6g}"
         acc = Accounting(gap, topup_factor=k, delta_before_topup=before.delta_upper, topup_steps=steps, profile=after)
-    elif noise.kind == "laplace":
+    elif not noise.gaussian_family:
         raise AssumptionError(
             f"model: {name} cannot reach δ = {target:g} on these samples by scaling its Laplace noise (the samples "
             "differ on directions the noise does not reach); use a Gaussian mechanism or the wasserstein mechanism")
@@ -165,18 +167,18 @@ def _topup(name: str, acct: Accountant, noise: NoiseLaw, eps: float, target: flo
 
 
 def _set_noise(mech: Mechanism, noise: NoiseLaw) -> None:
-    if noise.kind == "laplace":
-        assert noise.basis is not None and noise.scales is not None
-        mech.basis, mech.scales = noise.basis, noise.scales
-        mech.details["laplace_scale"] = (float(noise.scales[0]) if np.allclose(noise.scales, noise.scales[0])
-                                         else noise.scales)
-    elif noise.kind == "gaussian":
-        mech.covariance = noise.gaussian_covariance
-        mech.kind = "gaussian"
+    def laplace(basis: NDArray[np.float64], scales: NDArray[np.float64]) -> None:
+        mech.noise = noise
+        mech.details["laplace_scale"] = float(scales[0]) if np.allclose(scales, scales[0]) else scales
+
+    def gaussian(cov: NDArray[np.float64]) -> None:
+        mech.noise = NoiseLaw.gaussian(noise.gaussian_covariance)
         for key in ("sigma", "sigma2"):
             if key in mech.details:
                 mech.details[f"{key}_papers"] = mech.details[key]
                 mech.details[key] = None  # see noise_covariance
+
+    noise.match(gaussian=gaussian, laplace=laplace, none=lambda: None)
 
 
 __all__ = ["EMPIRICAL_NAMES", "MIXTURE_PROFILE", "SAMPLES_LAW", "SAMPLES_TRUTH", "account_empirical", "applies"]

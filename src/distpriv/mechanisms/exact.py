@@ -38,12 +38,13 @@ import numpy as np
 
 from ..accounting.laplace import complete_basis
 from ..accounting.profile import Profile
-from ..accounting.release import NoiseLaw, proven_delta, pure_epsilon
+from ..accounting.release import proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
 from ..guarantees import Calibration
 from ..models import EmpiricalModel, GaussianModel
+from ..noise import NoiseLaw
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Accounting, Mechanism
 from .metadata import METADATA, names_where
@@ -82,10 +83,10 @@ def noise_only() -> Iterator[None]:
 
 def account(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
     """Verify ``mech`` under the model (top up where needed) and rewrite its guarantee."""
-    if name in GAUSSIAN_MODEL_NAMES and mech.kind in ("gaussian", "none"):
+    if name in GAUSSIAN_MODEL_NAMES and mech.noise.gaussian_family:
         if isinstance(inp.model, GaussianModel) or (name in FIT_NAMES and isinstance(inp.model, EmpiricalModel)):
             return account_gaussian(mech, inp)
-    if name in LAPLACE_MODEL_NAMES and mech.kind == "laplace" and isinstance(inp.model, GaussianModel):
+    if name in LAPLACE_MODEL_NAMES and mech.noise.pure and isinstance(inp.model, GaussianModel):
         return account_laplace(mech, inp)
     return mech
 
@@ -131,9 +132,7 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
                          delta_before_topup=tu.before.reported_delta, topup_steps=tu.steps, profile=prof,
                          papers_noise_covariance=mech.noise_covariance.copy() if tu.applied else None)
         if tu.applied:
-            mech.covariance = tu.noise.gaussian_covariance
-            if mech.kind == "none":
-                mech.kind = "gaussian"
+            mech.noise = NoiseLaw.gaussian(tu.noise.gaussian_covariance)
             notes.append(tu.describe(target))
             _rescale_details(mech.details, tu.factor, tu.isotropic)
     if prof is not None:
@@ -167,7 +166,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
     """Exact pure ε / proven δ of a Laplace mechanism on a GaussianModel, with scale top-up."""
     g = inp.model
     assert isinstance(g, GaussianModel) and mech.basis is not None and mech.scales is not None
-    noise = NoiseLaw.laplace(mech.basis, mech.scales)
+    noise = mech.noise.accountable()
     eps, target = inp.epsilon, inp.delta
     gap = covariance_gap(g, inp.pairs)
     notes = list(mech.guarantee.notes)
@@ -230,8 +229,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
 
 def _set_laplace(mech: Mechanism, noise: NoiseLaw) -> None:
     assert noise.basis is not None and noise.scales is not None
-    mech.basis = noise.basis
-    mech.scales = noise.scales
+    mech.noise = noise
     mech.details["laplace_scale"] = float(noise.scales[0]) if np.allclose(noise.scales, noise.scales[0]) else noise.scales
     if "directions" in mech.details:
         mech.details["directions"] = noise.basis

@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike
 from ..errors import AssumptionWarning
 from ..guarantees import Calibration, Guarantee
 from ..models import pair_stats
+from ..noise import NoiseLaw
 from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, d_max, direction_basis
 from .base import Mechanism
 
@@ -40,7 +41,7 @@ def expm_laplace(inp: Inputs) -> Mechanism:
     m = inp.model.dim
     g = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH), theorem="Chen & Ohrimenko Thm 5.1")
-    return Mechanism("expm-laplace", "ExpM (L)", m, "laplace", g, basis=np.eye(m), scales=np.full(m, b),
+    return Mechanism("expm-laplace", "ExpM (L)", m, NoiseLaw.laplace(np.eye(m), np.full(m, b)), g,
                      details={"delta_e1": st.l1, "laplace_scale": b})
 
 
@@ -53,7 +54,7 @@ def expm_gauss(inp: Inputs) -> Mechanism:
     g = Guarantee(inp.epsilon, inp.delta, "expm-gauss", calibration=inp.calibration, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH),
                   theorem="Chen & Ohrimenko Thm 5.2" + ("" if inp.calibration == Calibration.CLASSIC else " with Balle & Wang (2018) Thm 8"))
-    return Mechanism("expm-gauss", "ExpM (G)", m, "gaussian", g, covariance=sigma**2 * np.eye(m),
+    return Mechanism("expm-gauss", "ExpM (G)", m, NoiseLaw.gaussian(sigma**2 * np.eye(m)), g,
                      details={"delta_e2": st.l2, "d_max": dm, "sigma": sigma})
 
 
@@ -104,8 +105,8 @@ def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: f
     g = Guarantee(inp.epsilon, 0.0, "dirm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=tuple(assumptions), theorem="Chen & Ohrimenko Alg 1, Thm 5.3", notes=tuple(notes))
     d = basis.shape[1]
-    return Mechanism("dirm-laplace", "DirM (L)", inp.model.dim, "laplace" if d else "none", g,
-                     basis=basis, scales=np.full(d, b),
+    return Mechanism("dirm-laplace", "DirM (L)", inp.model.dim,
+                     NoiseLaw.laplace(basis, np.full(d, b)) if d else NoiseLaw.none(inp.model.dim), g,
                      details={"delta_e2": st.l2, "sensitivity": sens, "directions": basis, "residual": resid, "laplace_scale": b})
 
 
@@ -118,5 +119,5 @@ def dirm_gauss(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: flo
     sigma = float(proj) / dm
     g = Guarantee(inp.epsilon, inp.delta, "dirm-gauss", calibration=inp.calibration, pairs=inp.pairs,
                   assumptions=tuple(assumptions), theorem="Chen & Ohrimenko Alg 1 (Gaussian variant), Thm 5.3", notes=tuple(notes))
-    return Mechanism("dirm-gauss", "DirM (G)", inp.model.dim, "gaussian", g, covariance=sigma**2 * (basis @ basis.T),
+    return Mechanism("dirm-gauss", "DirM (G)", inp.model.dim, NoiseLaw.gaussian(sigma**2 * (basis @ basis.T)), g,
                      details={"delta_e2": st.l2, "d_max": dm, "sigma": sigma, "directions": basis, "residual": resid})

@@ -36,6 +36,7 @@ from ..calibration import gaussian_epsilon
 from ..errors import InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, Pair, pair_stats
+from ..noise import NoiseLaw
 from ._common import (
     EQUAL_COV,
     GAUSSIAN,
@@ -213,7 +214,7 @@ def eigm(inp: Inputs, *, eigenvectors: ArrayLike | None = None, eig_tol: float =
         if common:
             notes.append(f"isotropic top-up {top:.3g} added for numerical safety (Corollary B.2)")
     guar = _gaussian_guarantee(inp, "eigm", "Chen & Ohrimenko Alg 2, Thm 5.5 / Cor B.2", g, tuple(extra), tuple(notes))
-    return Mechanism("eigm", "EigM (G)", g.dim, "gaussian", guar, covariance=cov,
+    return Mechanism("eigm", "EigM (G)", g.dim, NoiseLaw.gaussian(cov), guar,
                      details={"delta_e2": st.l2, "d_max": dm, "target_eigenvalue": target, "eigenvectors": v,
                               "sigma2": sig2, "common_eigenvectors": common, **_effective(inp, g, cov)})
 
@@ -292,5 +293,5 @@ def daum(inp: Inputs, *, direction: ArrayLike | None = None) -> Mechanism:
         notes.append("noise along a single direction cannot meet D_max for every pair; fell back to multi-direction DirM (G)")
         details = {"sigma2": sigma**2, "direction": full}
     guar = _gaussian_guarantee(inp, "daum", "Chen & Ohrimenko Alg 3, Thm B.4 (closed form via Sherman–Morrison)", g, extra, tuple(notes))
-    return Mechanism("daum", "DauM (G)", g.dim, "gaussian", guar, covariance=cov,
+    return Mechanism("daum", "DauM (G)", g.dim, NoiseLaw.gaussian(cov), guar,
                      details={"delta_e2": st.l2, "d_max": dm, "fallback": not feasible, **details, **_effective(inp, g, cov)})

@@ -47,6 +47,7 @@ from ..calibration import gaussian_max_distance
 from ..errors import DistPrivError, InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, pair_stats
+from ..noise import NoiseLaw
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
 
@@ -178,9 +179,9 @@ def _candidate(inp: Inputs, cov: NDArray[np.float64], source: str, guarantee: Gu
     """An OptM mechanism with noise ``cov``, accounted exactly (and topped up) under the Gaussian (fit) model."""
     from .exact import account_gaussian
 
-    mech = Mechanism("optm", "OptM (G)", cov.shape[0], "gaussian",
+    mech = Mechanism("optm", "OptM (G)", cov.shape[0], NoiseLaw.gaussian(0.5 * (cov + cov.T)),
                      replace(guarantee, notes=(*guarantee.notes, f"noise shape: {source}")),
-                     covariance=0.5 * (cov + cov.T), details={**details, "source": source})
+                     details={**details, "source": source})
     return account_gaussian(mech, inp)
 
 

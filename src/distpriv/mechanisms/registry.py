@@ -132,7 +132,7 @@ def calibrate(
         return empirical.account_empirical(key, mech, inp)
     accounted = exact.account(key, mech, inp)
     if not accounted.accounted:
-        if inp.calibration == Calibration.CLASSIC and mech.kind == "gaussian" and inp.epsilon >= 1.0:
+        if inp.calibration == Calibration.CLASSIC and mech.noise.adds_gaussian and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted
 

@@ -25,6 +25,7 @@ from .._validation import check_choice, check_positive
 from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Calibration, Guarantee
 from ..models import EmpiricalModel, GaussianModel, QueryModel, pair_stats
+from ..noise import NoiseLaw
 from ._common import MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap, labels_in
 from .base import Mechanism
 
@@ -35,10 +36,8 @@ def _laplace(name: str, label: str, inp: Inputs, scale: float, guarantee: Guaran
         name=name,
         label=label,
         dim=m,
-        kind="laplace",
+        noise=NoiseLaw.laplace(np.eye(m), np.full(m, scale)),
         guarantee=guarantee,
-        basis=np.eye(m),
-        scales=np.full(m, scale),
         details=dict(details, laplace_scale=scale),
     )
 

@@ -29,6 +29,7 @@ from .._validation import (
 )
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Guarantee
+from ..noise import NoiseLaw
 
 FloatArray = NDArray[np.float64]
 
@@ -108,11 +109,17 @@ class Theorem57:
         """Standard deviation of each Z′_k: √2 b."""
         return math.sqrt(2.0) * self.extra_laplace_scale
 
+    @property
+    def noise(self) -> NoiseLaw:
+        """Z′ as a :class:`~distpriv.noise.NoiseLaw`: Lap(b) on each of the m components (no noise for b = 0)."""
+        law = NoiseLaw.none(self.dim)
+        return law.plus_laplace(self.extra_laplace_scale) if self.extra_laplace_scale > 0 else law
+
     def sample(self, rng: RngLike = None) -> FloatArray:
-        """Draw Z′ (length m)."""
+        """Draw Z′ (length m) from :attr:`noise`."""
         if self.extra_laplace_scale == 0.0:
             return np.zeros(self.dim)
-        return as_rng(rng).laplace(0.0, self.extra_laplace_scale, size=self.dim)
+        return self.noise.sample(as_rng(rng), 1)[0]
 
 
 def theorem_5_7(epsilon: float, delta: float, W: float, lam: float, dim: int = 1) -> Theorem57:  # noqa: N803

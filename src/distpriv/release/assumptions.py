@@ -44,7 +44,7 @@ import math
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,6 +91,10 @@ def ks_threshold(n1: int, n2: int) -> float:
     return KS_TOL + KS_C * math.sqrt((n1 + n2) / (n1 * n2))
 
 # --------------------------------------------------------------------------- diagnostics
+#: How an assumption "test" was decided (:attr:`TestResult.code`).
+TestCode = Literal["tested", "declared"]
+
+
 @dataclass(frozen=True)
 class TestResult:
     """One assumption test: smallest Bonferroni-adjusted p-value and whether the assumption stands at level α."""
@@ -101,6 +105,9 @@ class TestResult:
     detail: str
     #: the largest effect relative to its threshold (>1: beyond it), for the stable decisions; None if not computed
     effect: float | None = None
+    #: how the result was obtained: ``tested`` on samples, or ``declared`` (known exactly for a declared model,
+    #: :mod:`distpriv.release.declared`); the typed twin of ``detail``
+    code: TestCode = "tested"
 
     def to_dict(self) -> dict[str, Any]:
         out = {"test": self.name, "p_value": self.p_value, "holds": self.holds, "detail": self.detail}

@@ -42,6 +42,7 @@ from ..auditing import AuditReport, audit
 from ..errors import DistPrivError, InvalidParameterError
 from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism
+from ..noise import NoiseLaw
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -87,11 +88,11 @@ def auditable_mechanism(candidate: Any) -> tuple[Any, Guarantee]:
     if extra == 0.0:
         if base is not None:
             return base, g
-        return Mechanism(candidate.name, candidate.label, int(candidate.dim), "none", g), g
-    if base is None or base.kind == "none":
+        return Mechanism(candidate.name, candidate.label, int(candidate.dim), NoiseLaw.none(int(candidate.dim)), g), g
+    if base is None or base.noise.noiseless:
         dim = int(candidate.dim)
-        return Mechanism(candidate.name, candidate.label, dim, "laplace", g, basis=np.eye(dim),
-                         scales=np.full(dim, extra)), g
+        return Mechanism(candidate.name, candidate.label, dim, NoiseLaw.laplace(np.eye(dim), np.full(dim, extra)),
+                         g), g
     return candidate, g  # base noise plus Theorem 5.7 Laplace noise: no closed form, a classifier scores
 
 

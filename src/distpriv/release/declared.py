@@ -164,10 +164,10 @@ def declared_diagnostics(
     how = "declared Gaussian model"
     tests = {
         "translation": TestResult("translation", 1.0 if eq else 0.0, eq,
-                                  f"{how}: translates iff the declared covariances are equal"),
-        "gaussian": TestResult("gaussian", 1.0, True, f"{how}: Gaussian by declaration"),
+                                  f"{how}: translates iff the declared covariances are equal", code="declared"),
+        "gaussian": TestResult("gaussian", 1.0, True, f"{how}: Gaussian by declaration", code="declared"),
         "equal_covariance": TestResult("equal_covariance", 1.0 if eq else 0.0, eq,
-                                       f"{how}: covariances compared exactly"),
+                                       f"{how}: covariances compared exactly", code="declared"),
     }
     pooled = sum(model.covariance(lab) for lab in labs) / len(labs)
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: pooled for lab in labs})

@@ -153,11 +153,11 @@ def noise_law_of(candidate: Any) -> tuple[Any, str]:
     component). Any other independent noise (the Theorem 5.7 stage, the grid rounding) is post-processing of
     this release and can only lower δ, so a profile of this law is a valid bound for what was published.
     """
-    from ..accounting.release import NoiseLaw
+    from ..noise import NoiseLaw
 
     dim = candidate.dim
     if candidate.base is not None:
-        law = NoiseLaw.of(candidate.base)
+        law = candidate.base.noise
         left = ("; the Theorem 5.7 Laplace noise added on top is left out (post-processing can only lower δ)"
                 if candidate.extra_laplace_scale > 0 else "")
         return law, left

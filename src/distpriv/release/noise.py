@@ -45,7 +45,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AssumptionError, InvalidTypeError
-from ..guarantees import Guarantee
+from ..guarantees import Assumption, AssumptionCode, Guarantee
+from ..noise import NoiseLaw
 from .sampler import START_PRECISION, BitSource, Law, sample_rounded_many
 
 __all__ = ["GRID_DIVISOR_BITS", "NoisePlan", "exact_rotate", "grid_for", "plan_noise"]
@@ -55,11 +56,12 @@ GRID_DIVISOR_BITS = 10
 #: Coordinates with std below this fraction of the largest do not set the grid.
 _NEGLIGIBLE = 1e-9
 
-SAMPLER_ASSUMPTION = (
+SAMPLER_ASSUMPTION: str = Assumption(
     "the noise is drawn exactly from the ideal law rounded to the grid (inverse-CDF sampling of the discrete law "
     f"with mpmath at >= {START_PRECISION}-bit precision; mpmath's erfc/exp assumed accurate to 2^(8 − p) at working "
     "precision p, the operating system's entropy assumed uniform); the published values are a post-processing of the "
-    "ideal continuous mechanism"
+    "ideal continuous mechanism",
+    AssumptionCode.SAMPLER,
 )
 
 
@@ -207,50 +209,23 @@ class NoisePlan:
         return d
 
 
-def _complete_basis(b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """[B | C] with C an orthonormal basis of the orthogonal complement of B's columns."""
-    m, d = b.shape
-    if d == m:
-        return b
-    _, _, vt = np.linalg.svd(b.T, full_matrices=True)
-    return np.hstack([b, vt[d:].T])
-
-
-def _stage1(base: Any, dim: int) -> tuple[NDArray[np.float64], list[Law], NDArray[np.float64], bool]:
-    """(V, laws, scales, rotated) for the base mechanism's noise (``None``: no stage-1 noise)."""
-    eye = np.eye(dim)
-    if base is None or base.kind == "none":
-        return eye, ["none"] * dim, np.zeros(dim), False
-    if base.kind == "gaussian":
-        cov = np.asarray(base.noise_covariance, dtype=float)
-        if not np.any(cov - np.diag(np.diag(cov))):
-            return eye, ["gaussian"] * dim, np.sqrt(np.clip(np.diag(cov), 0.0, None)), False
-        w, v = np.linalg.eigh(cov)
-        return v, ["gaussian"] * dim, np.sqrt(np.clip(w, 0.0, None)), True
-    if base.kind == "laplace":
-        b = np.asarray(base.basis, dtype=float)
-        scales = np.asarray(base.scales, dtype=float).ravel()
-        if b.shape == (dim, dim) and np.array_equal(b, eye):
-            return eye, ["laplace"] * dim, scales, False
-        if np.abs(b.T @ b - np.eye(b.shape[1])).max() > 1e-9:
-            raise AssumptionError(
-                f"{base.name}: the Laplace noise directions are not orthonormal; float-safe sampling needs "
-                "independent noise coordinates in an orthonormal basis"
-            )
-        v = _complete_basis(b)
-        laws: list[Law] = [*(("laplace",) * b.shape[1]), *(("none",) * (dim - b.shape[1]))]
-        return v, laws, np.concatenate([scales, np.zeros(dim - b.shape[1])]), True
-    raise AssumptionError(f"{base.name}: unknown noise kind {base.kind!r}")  # pragma: no cover
-
-
 def plan_noise(candidate: Any) -> NoisePlan:
-    """The float-safe :class:`NoisePlan` of a chosen candidate (grid, basis, Theorem 5.7 scale with W + m·g)."""
+    """The float-safe :class:`NoisePlan` of a chosen candidate (grid, basis, Theorem 5.7 scale with W + m·g).
+
+    The plan reads the candidate's :class:`~distpriv.noise.NoiseLaw` (``candidate.noise``): the base law's
+    independent coordinates (:meth:`~distpriv.noise.NoiseLaw.coordinates`) for stage 1, its Theorem 5.7 scale
+    for stage 2.
+    """
     if candidate.guarantee is None:
         raise AssumptionError(f"{candidate.name}: a rejected candidate cannot be released")
     dim = int(candidate.dim)
-    v, laws, scales, rotated = _stage1(candidate.base, dim)
-    stage1_std = np.where(np.array(laws) == "gaussian", scales, np.sqrt(2.0) * scales)
-    extra = float(candidate.extra_laplace_scale)
+    law: NoiseLaw = candidate.noise
+    if law.dim != dim:
+        raise InvalidTypeError(f"candidate: noise of dimension {law.dim} for {dim} statistics")
+    coords = law.base.coordinates(candidate.name if candidate.base is None else candidate.base.name)
+    v, laws, scales, rotated = coords.basis, list(coords.laws), coords.scales, coords.rotated
+    stage1_std = coords.stds
+    extra = float(law.extra_laplace)
     grid = grid_for(np.concatenate([stage1_std, [math.sqrt(2.0) * extra]]))
     guarantee: Guarantee = candidate.guarantee
     t57: dict[str, float] = {}

@@ -83,7 +83,7 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
     pooled = diag.pooled_model.covariance(labs[0])
     out: dict[str, list[float | None]] = {"epsilon": [ctx.epsilon * f for f in factors]}
     names = [c.name for c in ctx.selection.candidates
-             if CANDIDATES[c.name].baseline != "dp" and not c.reason.startswith("not evaluated")]
+             if CANDIDATES[c.name].baseline != "dp" and c.code != "not-evaluated"]
     for nm in names:
         out[nm] = []
     done = {c.name: c for c in ctx.selection.candidates}

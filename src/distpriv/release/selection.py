@@ -49,13 +49,13 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import relaxed
-from .._validation import RngLike, as_rng, check_array
+from .._validation import RngLike, check_array
 from ..calibration import classic_warnings_suppressed
 from ..errors import (
     AssumptionError,
@@ -69,6 +69,7 @@ from ..mechanisms import check_noiseless as _check_noiseless
 from ..mechanisms._common import covariance_gap
 from ..mechanisms.metadata import CANDIDATES as CANDIDATE_INFO
 from ..models import EmpiricalModel, GaussianModel
+from ..noise import NoiseLaw
 from .assumptions import (
     ALPHA,
     MIN_BINS,
@@ -102,8 +103,6 @@ __all__ = [
 REQUIREMENTS: dict[str, tuple[str, ...]] = {name: m.assumptions for name, m in CANDIDATE_INFO.items()}
 CANDIDATES: tuple[str, ...] = tuple(CANDIDATE_INFO)
 _LABELS = {name: m.label for name, m in CANDIDATE_INFO.items()}
-_MC_DRAWS = 50_000
-_MC_SEED = 20240229
 
 
 # --------------------------------------------------------------------------- candidates
@@ -140,6 +139,11 @@ class NoiselessTest:
         return {"max_mahalanobis": self.max_mahalanobis, "d_max": self.d_max}
 
 
+#: Why a candidate was kept or not (:attr:`Candidate.code`, beside the sentence in ``reason``).
+ReasonCode = Literal["kept", "rejected", "not-evaluated", "record-level-only", "missing-inputs", "misses-target",
+                     "calibration-failed"]
+
+
 @dataclass
 class Candidate:
     """One mechanism as evaluated by :func:`select_mechanism`.
@@ -162,24 +166,31 @@ class Candidate:
     relaxation: Relaxation | None = None
     noiseless: NoiselessTest | None = None
     notes: list[str] = field(default_factory=list)
+    #: the typed twin of ``reason`` (:data:`ReasonCode`); defaults to ``kept`` / ``rejected``
+    code: ReasonCode | None = None
+
+    def __post_init__(self) -> None:
+        if self.code is None:
+            self.code = "kept" if self.kept else "rejected"
 
     @property
     def assumptions(self) -> tuple[str, ...]:
         return () if self.guarantee is None else self.guarantee.assumptions
 
     @property
+    def noise(self) -> NoiseLaw:
+        """The total noise law: the base mechanism's (none without one) plus Theorem 5.7's Lap(b′) per component."""
+        base = NoiseLaw.none(self.dim) if self.base is None else self.base.noise
+        return base.plus_laplace(self.extra_laplace_scale) if self.extra_laplace_scale > 0 else base
+
+    @property
     def noise_covariance(self) -> NDArray[np.float64]:
-        """Covariance of the total noise: base Σ_Z + 2b²I for the Theorem 5.7 Laplace noise."""
-        base = np.zeros((self.dim, self.dim)) if self.base is None else self.base.noise_covariance
-        return base + 2.0 * self.extra_laplace_scale**2 * np.eye(self.dim)
+        """Covariance of the total noise: base Σ_Z + 2b²I for the Theorem 5.7 Laplace noise (:attr:`noise`)."""
+        return self.noise.covariance_matrix
 
     def sample_noise(self, size: int, rng: RngLike = None) -> NDArray[np.float64]:
-        """``size`` draws of the total noise, shape (size, m)."""
-        g = as_rng(rng)
-        z = np.zeros((size, self.dim)) if self.base is None else self.base.sample_noise(size, g)
-        if self.extra_laplace_scale > 0:
-            z = z + g.laplace(0.0, self.extra_laplace_scale, size=(size, self.dim))
-        return z
+        """``size`` draws of the total noise, shape (size, m) (:meth:`NoiseLaw.sample`)."""
+        return self.noise.sample(rng, size)
 
     def release(self, x: ArrayLike, rng: RngLike = None) -> NDArray[np.float64]:
         """F(Data) + Z (+ Z′)."""
@@ -230,10 +241,6 @@ def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
     return guarantee.epsilon <= epsilon * (1 + 1e-9) and guarantee.delta <= delta * (1 + 1e-9)
 
 
-_L2_DRAWS = 200_000
-_L2_CACHE: dict[tuple[Any, ...], float] = {}
-#: Monte Carlo draws are generated in blocks of at most this many numbers (memory bound for many statistics).
-_BLOCK = 5_000_000
 #: In ``auto`` mode, the candidates whose δ is computed exactly from Gaussian output laws with unequal
 #: covariances (None (Thm 5.4), EigM, DauM) are evaluated for at most this many statistics: the exact
 #: profile's cost grows quickly with m (tens of seconds each at m = 30). Beyond it they are listed as not
@@ -242,60 +249,13 @@ MAX_EXACT_GAUSSIAN_DIM = 20
 _EXACT_GAUSSIAN = tuple(name for name, m in CANDIDATE_INFO.items() if m.exact_gaussian_fit)
 
 
-def _draws_for(dim: int, draws: int) -> int:
-    """Monte Carlo draws for E||Z||₂ in ``dim`` dimensions: all up to 25 statistics, then ~5·10⁶/m (>= 5,000).
-
-    ||Z||₂ concentrates as m grows (its relative spread is O(1/√m)), so fewer draws keep the same accuracy.
-    """
-    return draws if dim <= 25 else max(5_000, min(draws, _BLOCK // dim))
-
-
-def _chunks(n: int, dim: int) -> list[int]:
-    """Row counts of the blocks of an (n, dim) draw, each at most :data:`_BLOCK` numbers (one block if it fits)."""
-    rows = max(1, _BLOCK // max(dim, 1))
-    return [min(rows, n - i) for i in range(0, n, rows)]
-
-
 def expected_l2(mech: Mechanism) -> float:
-    """E||Z||₂ of a mechanism's noise, Monte Carlo computed once per normalised noise shape.
+    """E||Z||₂ of a mechanism's noise: :meth:`distpriv.noise.NoiseLaw.expected_l2` (the library's one estimator).
 
-    E||Z||₂ is homogeneous (E||cZ|| = c E||Z||) and depends on a Gaussian Z only through the eigenvalues
-    of its covariance, on a Laplace Z = B(L ⊙ s) (orthonormal B) only through the scales s. So the estimate
-    is c·E||Z₀|| for the shape Z₀ = Z/c (c the largest std or scale), with E||Z₀|| estimated from 200,000
-    draws at a fixed seed and cached: a pure function of the shape (the same value whatever was evaluated
-    before), computed once per shape instead of once per calibration (the ε sweep of the report reuses it).
-    Closed forms (one direction, isotropic Gaussian) are the mechanism's own.
+    A pure function of the noise law (closed forms where they exist; otherwise Monte Carlo on the normalised
+    noise shape at a fixed seed, cached per shape): the argument is not modified.
     """
-    if mech.kind == "none":
-        return 0.0
-    if mech.kind == "laplace":
-        sc = np.abs(np.asarray(mech.scales, dtype=float).ravel())
-        if sc.size <= 1 or not sc.max(initial=0.0) > 0:
-            return mech.expected_l2_error
-        top = float(sc.max())
-        shape = np.round(np.sort(sc / top), 12)
-        key: tuple[Any, ...] = ("laplace", *shape.tolist())
-    else:
-        w = np.clip(np.linalg.eigvalsh(np.asarray(mech.noise_covariance, dtype=float)), 0.0, None)
-        tol = 1e-12 * max(1.0, float(w.max(initial=0.0)))
-        pos = w[w > tol]
-        if pos.size == 0 or np.allclose(pos, pos[0], rtol=1e-9):
-            return mech.expected_l2_error  # closed form
-        top = float(math.sqrt(pos.max()))
-        shape = np.round(np.sort(np.sqrt(pos) / top), 12)
-        key = ("gaussian", *shape.tolist())
-    n_draws = _draws_for(shape.size, _L2_DRAWS)
-    if key not in _L2_CACHE:
-        g = np.random.default_rng(_MC_SEED)
-        total = 0.0
-        for rows in _chunks(n_draws, shape.size):
-            draws = (g.laplace(0.0, 1.0, size=(rows, shape.size)) if key[0] == "laplace"
-                     else g.standard_normal((rows, shape.size))) * shape
-            total += float(np.linalg.norm(draws, axis=1).sum())
-        _L2_CACHE[key] = total / n_draws
-    value = top * _L2_CACHE[key]
-    mech.set_l2_estimate(value, f"monte-carlo on the normalised noise shape ({n_draws:,} draws, seed {_MC_SEED}), scaled")
-    return value
+    return mech.noise.expected_l2()[0]
 
 
 def wasserstein_error_lower_bound(model: Any, pairs: Sequence[tuple[Hashable, Hashable]], epsilon: float) -> float:
@@ -303,41 +263,23 @@ def wasserstein_error_lower_bound(model: Any, pairs: Sequence[tuple[Hashable, Ha
 
     Z = Δ_W/ε · (L_1 … L_m), L_k ~ Lap(1) i.i.d., and Δ_W = max_Ψ W∞(f_θi, f_θj) >= max_Ψ W₁ >= max_Ψ ||μ_i − μ_j||₁
     (L1 ground norm; Jensen), so E||Z||₂ >= max_Ψ ||μ_i − μ_j||₁/ε · E||L||₂. E||L||₂ is the Monte Carlo estimate of
-    :func:`expected_l2`'s cache (200,000 draws) times 0.99, far below its relative error (~0.1%).
+    :meth:`~distpriv.noise.NoiseLaw.expected_l2` (200,000 draws) times 0.99, far below its relative error (~0.1%).
     """
     gap = max(float(np.abs(np.asarray(model.mean(a)) - np.asarray(model.mean(b))).sum()) for a, b in pairs)
     dim = int(model.dim)
-    if dim == 1:
-        unit = 1.0  # E|L| = 1 exactly
-    else:
-        key: tuple[Any, ...] = ("laplace", *([1.0] * dim))
-        if key not in _L2_CACHE:
-            g = np.random.default_rng(_MC_SEED)
-            n_draws = _draws_for(dim, _L2_DRAWS)
-            total = 0.0
-            for rows in _chunks(n_draws, dim):
-                total += float(np.linalg.norm(g.laplace(0.0, 1.0, size=(rows, dim)), axis=1).sum())
-            _L2_CACHE[key] = total / n_draws
-        unit = 0.99 * _L2_CACHE[key]
+    unit = 1.0 if dim == 1 else 0.99 * NoiseLaw.laplace(np.eye(dim), np.ones(dim)).expected_l2()[0]  # E|L| = 1 exactly
     return gap / epsilon * unit
 
 
 def _mc_error(base: Mechanism | None, extra: float, dim: int) -> float:
-    if extra == 0.0:
-        return 0.0 if base is None else expected_l2(base)
-    g = np.random.default_rng(_MC_SEED)
-    n = _draws_for(dim, _MC_DRAWS)
-    total = 0.0
-    for rows in _chunks(n, dim):
-        z = np.zeros((rows, dim)) if base is None else base.sample_noise(rows, g)
-        z = z + g.laplace(0.0, extra, size=(rows, dim))
-        total += float(np.linalg.norm(z, axis=1).sum())
-    return total / n
+    """E||Z + Z′||₂ of the base noise plus Theorem 5.7's Lap(``extra``) per component (:func:`expected_l2`)."""
+    law = NoiseLaw.none(dim) if base is None else base.noise
+    return (law.plus_laplace(extra) if extra > 0 else law).expected_l2()[0]
 
 
 def _test_text(diag: Diagnostics, assumption: str) -> str:
     t = diag.tests[assumption]
-    if t.detail.startswith("declared"):  # known exactly for a declared model (distpriv.release.declared)
+    if t.code == "declared":  # known exactly for a declared model (distpriv.release.declared)
         return f"{assumption.replace('_', ' ')} holds ({t.detail})"
     return f"{assumption.replace('_', ' ')} not rejected ({t.detail})"
 
@@ -392,11 +334,11 @@ def evaluate_candidate(
     dim = model.dim
     if meta.baseline == "dp":
         return Candidate(name, label, False, "protects single records (group size k = 1 < n), not the property: "
-                         "no distribution-privacy guarantee for Ψ", dim)
+                         "no distribution-privacy guarantee for Ψ", dim, code="record-level-only")
     opts: dict[str, Any] = {}
     if meta.baseline == "groupdp":
         if sensitivities is None or n is None:
-            return Candidate(name, label, False, "needs per-record sensitivities and n", dim)
+            return Candidate(name, label, False, "needs per-record sensitivities and n", dim, code="missing-inputs")
         opts = {"sensitivities": np.asarray(sensitivities, float), "n": int(n)}
     if name == "wasserstein":
         opts = {"w_infinity": diag.wasserstein_w}
@@ -443,7 +385,8 @@ def evaluate_candidate(
             mech = _calibrate(name, cal_model, pairs, epsilon, delta, calibration, opts, pure=cal_model is model)
             if not _meets(mech.guarantee, epsilon, delta):  # e.g. the classic rule weakened to its proven δ
                 return Candidate(name, label, False, f"proven guarantee (ε, δ) = ({mech.guarantee.epsilon:.4g}, "
-                                 f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim)
+                                 f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim,
+                                 code="misses-target")
             g = _finalise(mech.guarantee, mech.guarantee.epsilon, mech.guarantee.delta, passed, None)
             reason = "no shape assumption on f_θ" if not needs else (
                 "values assumed within the observed ranges" if needs == ("bounded",) else "assumptions not rejected")
@@ -453,7 +396,7 @@ def evaluate_candidate(
                              "samples of F (an EmpiricalModel)", dim)
         return _corrected(name, label, model, pairs, diag, failed, passed, epsilon, delta, calibration, opts)
     except DistPrivError as exc:
-        return Candidate(name, label, False, f"calibration failed: {exc}", dim)
+        return Candidate(name, label, False, f"calibration failed: {exc}", dim, code="calibration-failed")
 
 
 def _corrected(
@@ -631,13 +574,13 @@ def select_mechanism(
                                    sensitivities=sensitivities, n=n)
         if first.kept:
             rest = [Candidate(nm, _LABELS[nm], False, "not evaluated: the release without noise (Thm 5.4) is private "
-                              "and no mechanism has a smaller expected error than 0", model.dim)
+                              "and no mechanism has a smaller expected error than 0", model.dim, code="not-evaluated")
                     for nm in names if nm != "none"]
             return Selection(first, [first, *rest], diag)
     done = {
         nm: Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at "
                       f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with "
-                      "--mechanism to try", model.dim)
+                      "--mechanism to try", model.dim, code="not-evaluated")
         if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
         evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                            sensitivities=sensitivities, n=n)
@@ -649,7 +592,7 @@ def select_mechanism(
         if bound > best:
             done[nm] = Candidate(nm, _LABELS[nm], False, f"not evaluated: its expected L2 error is at least "
                                  f"{bound:.4g} (Δ_W >= max over Ψ of ||μ_i − μ_j||₁) > {best:.4g}, the best "
-                                 "candidate's", model.dim)
+                                 "candidate's", model.dim, code="not-evaluated")
         else:
             done[nm] = evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta,
                                           calibration=calibration, sensitivities=sensitivities, n=n)

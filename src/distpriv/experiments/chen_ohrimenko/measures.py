@@ -16,6 +16,12 @@ from ...models import pair_stats
 from .context import Context
 from .settings import _LAPLACE, GROUP_DP, PLAIN_DP, _rng
 
+#: The one line every classic-rule warning of a calibration becomes (compared by value, never by prefix).
+CLASSIC_NOTE = (
+    "ClassicCalibrationWarning: the classic rule c = sqrt(2 ln(1.25/δ)) is only proved for ε < 1; "
+    "Gaussian rows with ε >= 1 under classic calibration carry no proven guarantee (see the exact columns)"
+)
+
 
 def calibrate_row(
     ctx: Context, name: str, gaussian: Any, pair: tuple[float, float], epsilon: float, delta: float,
@@ -65,10 +71,7 @@ def _calibrate(
         )
     for w in caught:
         if issubclass(w.category, ClassicCalibrationWarning):
-            sink.add(
-                "ClassicCalibrationWarning: the classic rule c = sqrt(2 ln(1.25/δ)) is only proved for ε < 1; "
-                "Gaussian rows with ε >= 1 under classic calibration carry no proven guarantee (see the exact columns)"
-            )
+            sink.add(CLASSIC_NOTE)
         else:
             sink.add(f"{w.category.__name__}: {w.message}")
     return mech
