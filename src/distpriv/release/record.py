@@ -407,10 +407,11 @@ def _gaussian_stage(cand: Any) -> NDArray[np.float64] | None:
 def _with_noise(cand: Any, cov: NDArray[np.float64], *, label: str, guarantee: Guarantee, reason: str) -> Any:
     """A copy of ``cand`` whose stage-1 noise is N(0, cov) (a new Gaussian mechanism)."""
     from ..mechanisms.base import Mechanism
+    from ..noise import NoiseLaw
     from .selection import Candidate, expected_l2
 
     base_g = guarantee
-    mech = Mechanism(cand.name, label, cand.dim, "gaussian", base_g, covariance=0.5 * (cov + cov.T),
+    mech = Mechanism(cand.name, label, cand.dim, NoiseLaw.gaussian(0.5 * (cov + cov.T)), base_g,
                      details={"record_dp": reason})
     err = expected_l2(mech)
     if cand.extra_laplace_scale > 0:
@@ -471,14 +472,15 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
             joint = _pad(_solve(None, verts, mu_star, _constraints(fit, inp), d_star), sens, mu_star)
             from ..mechanisms._common import GAUSSIAN
             from ..mechanisms.base import Mechanism
+            from ..noise import NoiseLaw
 
             g0 = Guarantee(spec.epsilon, spec.delta, "optm", calibration="exact", pairs=tuple(spec.pairs),
                            assumptions=(GAUSSIAN,),
                            theorem="joint semidefinite program of OptM's Mahalanobis conditions (Chen & Ohrimenko "
                                    "Cor. B.1 with Balle & Wang 2018 Thm 8) and the record-DP conditions; claim "
                                    "certified by the exact profile")
-            mech = account_gaussian(Mechanism("optm", "OptM (G) + record DP", fit.dim, "gaussian", g0,
-                                              covariance=joint, details={"record_dp": "joint SDP"}), inp)
+            mech = account_gaussian(Mechanism("optm", "OptM (G) + record DP", fit.dim,
+                                              NoiseLaw.gaussian(joint), g0, details={"record_dp": "joint SDP"}), inp)
             if mech.guarantee.epsilon <= spec.epsilon * (1 + 1e-9) and mech.guarantee.delta <= spec.delta * (1 + 1e-9):
                 passed = ("Gaussianity of f_θ not rejected: the claim rests on the exact profile of the Gaussian fit"
                           if prep.declared is None else "declared Gaussian model")

@@ -34,7 +34,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Guarantee
-from .noise import SAMPLER_ASSUMPTION, _complete_basis, _round_to_grid, exact_rotate, grid_for
+from ..noise import _complete_basis
+from .noise import SAMPLER_ASSUMPTION, _round_to_grid, exact_rotate, grid_for
 from .sampler import BitSource, sample_rounded_many
 from .selection import Candidate
 
