@@ -72,32 +72,44 @@ def _strip(a: Sequence[float]) -> float:
     return 1.0 / (2.0 * max(pos)) if pos else math.inf
 
 
-def _cumulant(z: float, a: Sequence[float], b2: Sequence[float], c: Sequence[float]) -> tuple[float, float]:
-    """(ln M(z), d/dz ln M(z)) at real z inside the strip."""
-    k = dk = 0.0
+def _cumulant(z: float, a: Sequence[float], b2: Sequence[float], c: Sequence[float]) -> tuple[float, float, float]:
+    """(ln M(z), d/dz ln M(z), d²/dz² ln M(z)) at real z inside the strip.
+
+    Per coordinate, with w = 1 − 2az: −½ ln w + zc + z²b²/(2w); derivative a/w + c + b² z(1 − az)/w²;
+    second derivative 2a²/w² + b²/w³.
+    """
+    k = dk = d2k = 0.0
     for ai, bi, ci in zip(a, b2, c, strict=True):
         w = 1.0 - 2.0 * ai * z
         k += -0.5 * math.log(w) + z * ci + z * z * bi / (2.0 * w)
         dk += ai / w + ci + bi * z * (1.0 - ai * z) / (w * w)
-    return k, dk
+        d2k += 2.0 * ai * ai / (w * w) + bi / (w * w * w)
+    return k, dk, d2k
 
 
 def _saddle(a: Sequence[float], b2: Sequence[float], c: Sequence[float], epsilon: float, zmax: float) -> float:
-    """Minimiser over (0, zmax) of φ(z) = ln M(z) − zε − ln z − ln(z + 1) (strictly convex): bisection on φ′."""
+    """Approximate minimiser over (0, zmax) of the strictly convex φ(z) = ln M(z) − zε − ln z − ln(z + 1).
+
+    Newton steps on φ′ safeguarded by a bracket [lo, hi] of its root (bisection when a step leaves it);
+    any z in the strip gives a valid bracket, the saddle point only makes it cheap.
+    """
     lo, hi = 0.0, zmax
-    if not math.isfinite(hi):
-        hi = 1.0
-        while _cumulant(hi, a, b2, c)[1] - epsilon - 1.0 / hi - 1.0 / (hi + 1.0) < 0 and hi < 1e12:
-            hi *= 2.0
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if _cumulant(mid, a, b2, c)[1] - epsilon - 1.0 / mid - 1.0 / (mid + 1.0) < 0:
-            lo = mid
+    z = 1.0 if not math.isfinite(zmax) else 0.5 * zmax
+    for _ in range(60):
+        _, dk, d2k = _cumulant(z, a, b2, c)
+        d1 = dk - epsilon - 1.0 / z - 1.0 / (z + 1.0)
+        if d1 < 0:
+            lo = z
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            hi = z
+        d2 = d2k + 1.0 / (z * z) + 1.0 / ((z + 1.0) * (z + 1.0))
+        nz = z - d1 / d2
+        if not (lo < nz < hi):
+            nz = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * z
+        if abs(nz - z) <= 1e-4 * z:
+            return nz
+        z = nz
+    return z
 
 
 def _log_expm1(x: float) -> float:
@@ -164,9 +176,9 @@ def fourier_bracket(quads: Sequence[tuple[float, float, float]], epsilon: float,
         c2 = 2.0 * c + 1.0
     if not (c > 0 and math.isfinite(c)):
         return None
-    k0, _ = _cumulant(c, a, b2, cc)
+    k0 = _cumulant(c, a, b2, cc)[0]
     log_scale = k0 - c * epsilon - math.log(c) - math.log1p(c)  # ln |g(0)|: a Chernoff-type scale of δ
-    k2, _ = _cumulant(c2, a, b2, cc)
+    k2 = _cumulant(c2, a, b2, cc)[0]
     # first pass: an absolute error a fraction of rtol times a tenth of the Chernoff-type scale (δ is usually
     # within a small factor of it); if δ is much smaller, later passes aim at the width δ's lower end needs
     goal = 0.1 * (rtol * 0.1 * math.exp(max(log_scale, -700.0)) + atol)
@@ -196,7 +208,7 @@ def _bracket_at(a: list[float], b2: list[float], cc: list[float], epsilon: float
         if omega / step > max_terms:
             return None
     lo_w, hi_w = omega / 2.0, omega
-    for _ in range(12):
+    for _ in range(6):
         mid = 0.5 * (lo_w + hi_w)
         if mid > step and _tail_bound(mid, c, a, b2, cc, epsilon) <= goal / 4.0:
             hi_w = mid
