@@ -93,8 +93,8 @@ def _saddle(a: Sequence[float], b2: Sequence[float], c: Sequence[float], epsilon
     Newton steps on φ′ safeguarded by a bracket [lo, hi] of its root (bisection when a step leaves it);
     any z in the strip gives a valid bracket, the saddle point only makes it cheap.
     """
-    lo, hi = 0.0, zmax
-    z = 1.0 if not math.isfinite(zmax) else 0.5 * zmax
+    lo, hi = 0.0, min(zmax, 1e6)  # all a_i <= 0: φ may decrease for ever (δ far in the tail); any z is valid
+    z = min(1.0, 0.5 * hi)
     for _ in range(60):
         _, dk, d2k = _cumulant(z, a, b2, c)
         d1 = dk - epsilon - 1.0 / z - 1.0 / (z + 1.0)
@@ -105,7 +105,7 @@ def _saddle(a: Sequence[float], b2: Sequence[float], c: Sequence[float], epsilon
         d2 = d2k + 1.0 / (z * z) + 1.0 / ((z + 1.0) * (z + 1.0))
         nz = z - d1 / d2
         if not (lo < nz < hi):
-            nz = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * z
+            nz = 0.5 * (lo + hi)
         if abs(nz - z) <= 1e-4 * z:
             return nz
         z = nz
