@@ -247,6 +247,8 @@ def _bracket_at(a: list[float], b2: list[float], cc: list[float], epsilon: float
     factor = math.exp(shift) * scale
     total = s * factor
     fp = fp_rel * factor * (1.0 + 1e-10) + 4.0 * U * abs(total)
+    if not all(math.isfinite(v) for v in (total, fp, tail, alias)):
+        return None  # overflow somewhere: let the caller use the grid
     upper = total + tail + fp
     lower = total - tail - alias - fp
     STATS["brackets"] += 1
