@@ -20,7 +20,12 @@ import pytest
 from scipy import integrate, stats
 
 from distpriv.accounting import fourier, pld
-from distpriv.accounting.gaussian import GaussCoord, gaussian_pair_profile, reduce_pair
+from distpriv.accounting.gaussian import (
+    GaussCoord,
+    gaussian_pair_profile,
+    marginal_lower_bound,
+    reduce_pair,
+)
 from distpriv.accounting.profile import FOURIER, PLD
 from profile_oracle import gaussian_outputs
 
@@ -162,3 +167,26 @@ def test_tiny_delta_stays_certified() -> None:
     far = fourier.fourier_bracket(quads, 1e6)
     assert far is not None and far.lower == 0.0 and 0.0 < far.upper <= 1e-300
     assert math.isfinite(far.c)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_marginal_lower_bound_is_below_the_certified_bracket(seed: int) -> None:
+    """The one-coordinate lower bound never exceeds the Fourier upper end (both orders), and is positive."""
+    rng = np.random.default_rng(300 + seed)
+    red = reduce_pair(*_random_pair(rng, 4, spread=0.8))
+    for reverse in (False, True):
+        coords = [GaussCoord(float(x), float(y), float(z)) for x, y, z in zip(red.m, red.alpha, red.beta, strict=True)]
+        if reverse:
+            coords = [c.reverse() for c in coords]
+        for eps in (0.0, 0.5, 2.0):
+            lb = marginal_lower_bound(red, eps, reverse=reverse)
+            fb = fourier.fourier_bracket([c.quad for c in coords], eps, rtol=1e-6, atol=1e-300)
+            assert fb is not None and 0.0 <= lb <= fb.upper
+            assert lb == pytest.approx(max(c.delta(eps) for c in coords), rel=1e-11, abs=1e-300)
+            if eps == 0.0:
+                assert lb > 0.0
+            if fb.upper <= 1e-300:
+                # δ = 0 exactly: every a_i < 0 and the loss is bounded above by Σ max_u ℓ_i(u) <= ε
+                quads = [c.quad for c in coords]
+                assert all(a < 0 for a, _, _ in quads)
+                assert sum(cc - b * b / (4 * a) for a, b, cc in quads) <= eps
