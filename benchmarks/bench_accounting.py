@@ -12,6 +12,11 @@ Run:  python benchmarks/bench_accounting.py [--repeat R] [--json]
 3. ``exact.noise_only()``: a classic-rule calibration at ε >= 1 inside it (the papers'
    noise, no profile for the unpublished δ) against the same calibration outside.
 
+4. The Fourier-inversion core (``distpriv.accounting.fourier.fourier_bracket``, what
+   ``profile_from_reduction`` now uses for unequal covariances) against the FFT grid on the
+   cases of part 1 (rtol 1e-2): CPU ratio, the widest relative Fourier bracket, and that every
+   pair of brackets intersects.
+
 Times are CPU seconds (``time.process_time``), the best of ``--repeat`` runs.
 """
 
@@ -84,6 +89,27 @@ def bench_core(repeat: int) -> dict[str, Any]:
             "max_relative_difference_of_upper_ends": worst}
 
 
+def bench_fourier(repeat: int) -> dict[str, Any]:
+    from distpriv.accounting import fourier
+
+    cases = core_cases()
+
+    def run_fourier() -> list[fourier.FourierBracket | None]:
+        return [fourier.fourier_bracket([c.quad for c in cs], e, rtol=1e-2) for cs, e, _ in cases]
+
+    def run_fft() -> list[pld.Bracket]:
+        return [pld.pld_bracket(cs, e, rtol=1e-2) for cs, e, _ in cases]
+
+    t_f, fb = cpu_time(run_fourier, repeat)
+    t_p, pb = cpu_time(run_fft, repeat)
+    assert all(f is not None for f in fb)
+    ok = all(f is not None and f.lower <= p.upper and p.lower <= f.upper for f, p in zip(fb, pb, strict=True))
+    width = max((f.upper - f.lower) / max(f.upper, 1e-300) for f in fb if f is not None)
+    fft_width = max((p.upper - p.lower) / max(p.upper, 1e-300) for p in pb)
+    return {"brackets": len(cases), "fourier_cpu_seconds": t_f, "fft_cpu_seconds": t_p, "ratio_fft_over_fourier": t_p / t_f,
+            "fourier_max_relative_width": width, "fft_max_relative_width": fft_width, "all_intersect": ok}
+
+
 def bench_memo() -> dict[str, Any]:
     reds = pairs()
 
@@ -131,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a text summary")
     args = ap.parse_args(argv)
-    res = {"core": bench_core(args.repeat), "memo": bench_memo(), "noise_only": bench_noise_only(args.repeat)}
+    res = {"core": bench_core(args.repeat), "memo": bench_memo(), "noise_only": bench_noise_only(args.repeat),
+           "fourier": bench_fourier(args.repeat)}
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -143,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio {m['ratio_first_over_repeat']:.0f}")
     print(f"classic rule at ε = 5 (EigM, 5-D): with the claim {n['claim_cpu_seconds']:.3f} s, inside noise_only() "
           f"{n['noise_only_cpu_seconds']:.3f} s, ratio {n['ratio']:.1f} (same noise)")
+    f = res["fourier"]
+    print(f"Fourier core vs FFT grid, {f['brackets']} brackets (CPU): {f['fourier_cpu_seconds']:.3f} s vs "
+          f"{f['fft_cpu_seconds']:.3f} s, ratio {f['ratio_fft_over_fourier']:.1f}; widest bracket "
+          f"{f['fourier_max_relative_width']:.1e} vs {f['fft_max_relative_width']:.1e} of δ; all intersect: {f['all_intersect']}")
     return 0
 
 

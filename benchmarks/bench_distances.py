@@ -16,6 +16,12 @@ Run:  python benchmarks/bench_distances.py [--budget SECONDS] [--json]
    time), for equal sizes and for N ≠ K, and the former ``np.unique`` merge of
    the cumulative weights against today's stable-sort merge (issue 26).
    ``--sort-only`` runs just this part.
+5. 2-D and 5-D Gaussian mixtures (two samples of 1,500 points, three components): W∞ and the
+   (W, 0.05)-closeness radius by the warm-started matching search against a plain
+   threshold-bisection max-flow baseline (every distinct pairwise distance sorted, bisection
+   over all of them, the graph rebuilt and scipy's max-flow restarted at each threshold) and
+   against the max-flow bisection from the lower bound (the previous implementation), CPU time
+   on the same cost matrix (issue 26). ``--mixtures-only`` runs just this part.
 
 Times are the best of ``--repeat`` runs (wall clock, single process).
 """
@@ -153,6 +159,52 @@ def bench_sort_formula(repeat: int, n: int = 1_000_000) -> dict[str, Any]:
             "ratio_np_unique_over_sort_merge": t_old / t_u, "value": w}
 
 
+def _plain_bisection(cost: np.ndarray, delta: float) -> float:
+    """Baseline: bisection over all distinct pairwise distances, a fresh max-flow per threshold."""
+    n, k = cost.shape
+    ok = D._flow_oracle(np.full(n, 1.0 / n), np.full(k, 1.0 / k), D.DEFAULT_TOL)
+    vals = np.unique(cost)
+    lo, hi = -1, vals.size - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(cost <= vals[mid], 1.0 - delta):
+            hi = mid
+        else:
+            lo = mid
+    return float(vals[hi])
+
+
+def bench_mixtures(repeat: int, n: int = 1500) -> dict[str, Any]:
+    rng = np.random.default_rng(4)
+    out: dict[str, Any] = {"n": n}
+    for dim in (2, 5):
+        centers = np.zeros((3, dim))
+        centers[1, 0] = centers[2, 1] = 3.0
+        x = centers[rng.integers(0, 3, n)] + rng.normal(size=(n, dim))
+        y = centers[rng.integers(0, 3, n)] + rng.normal(size=(n, dim)) + 0.2
+        cost = D.cost_matrix(x, y)
+        u = np.full(n, 1.0 / n)
+        for delta in (0.0, 0.05):
+            t_new, w_new = cpu_time(lambda c=cost, d=delta, w=u: D._bottleneck(c, w, w, d, D.DEFAULT_TOL), repeat)
+            t_plain, w_plain = cpu_time(lambda c=cost, d=delta: _plain_bisection(c, d), 1)
+            t_prev, w_prev = cpu_time(lambda c=cost, d=delta, w=u: D._bottleneck_maxflow(c, w, w, d, D.DEFAULT_TOL), 1)
+            assert w_new == w_plain == w_prev, (dim, delta, w_new, w_plain, w_prev)
+            out[f"{dim}d_delta{delta:g}"] = {"value": w_new, "warm_cpu_seconds": t_new, "plain_cpu_seconds": t_plain,
+                                             "previous_cpu_seconds": t_prev, "ratio_plain_over_warm": t_plain / t_new,
+                                             "ratio_previous_over_warm": t_prev / t_new}
+    return out
+
+
+def print_mixtures(mx: dict[str, Any]) -> None:
+    print(f"Gaussian mixtures, {mx['n']} x {mx['n']} samples (CPU, same cost matrix)")
+    for key, row in mx.items():
+        if key == "n":
+            continue
+        print(f"  {key:14s} warm {row['warm_cpu_seconds']:.3f} s, plain bisection {row['plain_cpu_seconds']:.3f} s "
+              f"(x{row['ratio_plain_over_warm']:.1f}), previous {row['previous_cpu_seconds']:.3f} s "
+              f"(x{row['ratio_previous_over_warm']:.1f}), value {row['value']:.6g}")
+
+
 def print_sort(sf: dict[str, Any]) -> None:
     print(f"1-D W∞ at n = {sf['n']} (CPU): {sf['winf_equal_cpu_seconds']:.4f} s vs the sort formula "
           f"{sf['sort_formula_cpu_seconds']:.4f} s, ratio {sf['ratio_winf_over_sort']:.2f}")
@@ -171,7 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a text summary")
     ap.add_argument("--sort-only", action="store_true", help="only part 4: 1-D W∞ against the sort formula")
+    ap.add_argument("--mixtures-only", action="store_true", help="only part 5: 2-D/5-D mixtures against max-flow bisection")
     args = ap.parse_args(argv)
+    if args.mixtures_only:
+        mx = bench_mixtures(args.repeat)
+        if args.json:
+            print(json.dumps(mx, indent=2))
+        else:
+            print_mixtures(mx)
+        return 0
     if args.sort_only:
         sf = bench_sort_formula(args.repeat)
         if args.json:
@@ -185,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "one_dimensional": bench_one_dimensional(args.repeat, args.budget),
         "oracles": bench_oracles(args.repeat),
         "sort_formula": bench_sort_formula(args.repeat),
+        "mixtures": bench_mixtures(args.repeat),
     }
     if args.json:
         print(json.dumps(res, indent=2))
@@ -220,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         f"HiGHS LP {orc['lp_seconds']:.3f} s, ratio {orc['ratio_lp_over_integer']:.1f}"
     )
     print_sort(res["sort_formula"])
+    print_mixtures(res["mixtures"])
     return 0
 
 

@@ -11,7 +11,7 @@ from scipy import integrate, signal, special, stats
 import distpriv as dp
 from conftest import profile_by_integration
 from distpriv import calibration as cal
-from distpriv.accounting import gaussian_1d_delta, gaussian_pair_profile
+from distpriv.accounting import gaussian_1d_delta, gaussian_pair_profile, pld
 from distpriv.accounting.gaussian import GaussCoord, reduce_pair
 from distpriv.accounting.laplace import (
     GaussLaplaceCoord,
@@ -19,7 +19,7 @@ from distpriv.accounting.laplace import (
     coupling_shift,
     gl_logpdf,
 )
-from distpriv.accounting.profile import CLOSED_FORM, CLOSED_FORM_1D, PLD
+from distpriv.accounting.profile import CLOSED_FORM, CLOSED_FORM_1D, FOURIER
 from distpriv.accounting.radius import gaussian_l1_radius, min_samples
 from distpriv.accounting.release import NoiseLaw, proven_delta, proven_epsilon, pure_epsilon
 from distpriv.accounting.topup import topup_gaussian, topup_laplace, topup_pure
@@ -117,9 +117,13 @@ def test_bracket_contains_truth_for_products(eps):
     prof = gaussian_pair_profile(mu_a, np.diag([c.alpha for c in coords]), np.zeros(2),
                                  np.diag([c.beta for c in coords]), eps)
     truth = _semi_analytic_2d(coords[0], coords[1], eps)
-    assert prof.method == PLD
+    assert prof.method == FOURIER
     assert prof.delta_lower * (1 - 1e-9) <= truth <= prof.delta_upper * (1 + 1e-9)
     assert prof.error_bound <= 2e-3 * truth + 1e-14
+    # the FFT grid (kept as the fallback core) also brackets it
+    br = pld.pld_bracket(coords, eps)
+    assert br.lower * (1 - 1e-9) <= truth <= br.upper * (1 + 1e-9)
+    assert br.upper - br.lower <= 2e-3 * truth + 1e-14
     if eps == 8.0:
         assert 1e-12 < truth < 1e-6  # tilting keeps tiny δ accurate
 

@@ -346,7 +346,23 @@ def _flow_oracle(
 
 
 def _bottleneck(cost: FloatArray, p: FloatArray, q: FloatArray, delta: float, tol: float) -> float:
-    """Least t among the entries of ``cost`` with max-flow(G_t) >= 1 − δ (see module docstring)."""
+    """Least t among the entries of ``cost`` with max-flow(G_t) >= 1 − δ (see module docstring).
+
+    Equal weights on both sides (p = q = 1/n: two samples of one size) take the warm-started
+    matching search of :func:`_bottleneck_matching`; other weights the max-flow oracle
+    (:func:`_bottleneck_maxflow`). Both return the same value.
+    """
+    n, k = cost.shape
+    if n == k and n > 1 and np.all(p == p[0]) and np.all(q == q[0]) and abs(float(p[0]) * n - 1.0) <= 1e-12:
+        need = 1.0 - delta
+        if need <= tol:
+            return 0.0
+        return _bottleneck_matching(cost, max(1, math.ceil(need * n - tol * n - 1e-9)), delta == 0.0)
+    return _bottleneck_maxflow(cost, p, q, delta, tol)
+
+
+def _bottleneck_maxflow(cost: FloatArray, p: FloatArray, q: FloatArray, delta: float, tol: float) -> float:
+    """Threshold bisection with a fresh max-flow per threshold (any weights; the baseline of the matching search)."""
     need = 1.0 - delta
     if need <= tol:
         return 0.0
@@ -366,6 +382,184 @@ def _bottleneck(cost: FloatArray, p: FloatArray, q: FloatArray, delta: float, to
             hi = mid
         else:
             lo = mid
+    return float(vals[hi])
+
+
+class _Window:
+    """The edges of a square cost matrix with cost <= ``upper``, in row-major order (CSR without a sort).
+
+    A BFS over G_t, t <= ``upper``, reads the window rows of its frontier and keeps the edges with
+    cost <= t, so no graph is rebuilt between thresholds.
+    """
+
+    def __init__(self, cost: FloatArray, upper: float) -> None:
+        n = cost.shape[0]
+        flat = cost.ravel()
+        sel = np.flatnonzero(flat <= upper)  # ascending: grouped by row
+        self.n = n
+        self.indices = sel % n
+        self.costs = flat[sel]
+        counts = np.bincount(sel // n, minlength=n)
+        self.count = counts
+        self.start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+
+def _augment_all(win: _Window, t: float, match_x: NDArray[np.int64], match_y: NDArray[np.int64]) -> int:
+    """One BFS phase over alternating paths of G_t (window edges with cost <= t); flips vertex-disjoint shortest
+    augmenting paths found at the first level that reaches free y's. Returns how many (0: the matching is
+    maximum in G_t, Berge's theorem)."""
+    n = win.n
+    frontier = np.flatnonzero(match_x < 0)
+    visited = np.zeros(n, dtype=bool)
+    parent = np.full(n, -1, dtype=np.int64)
+    while frontier.size:
+        c = win.count[frontier]
+        total = int(c.sum())
+        if total == 0:
+            return 0
+        offs = np.repeat(win.start[frontier] - (np.cumsum(c) - c), c) + np.arange(total)
+        ys = win.indices[offs]
+        px = np.repeat(frontier, c)
+        fresh = (win.costs[offs] <= t) & ~visited[ys]
+        ys, px = ys[fresh], px[fresh]
+        if ys.size == 0:
+            return 0
+        parent[ys] = px  # any frontier neighbour is a valid parent
+        new = np.zeros(n, dtype=bool)
+        new[ys] = True
+        visited |= new
+        level = np.flatnonzero(new)
+        free = level[match_y[level] < 0]
+        if free.size:
+            used = np.zeros(n, dtype=bool)
+            done = 0
+            for y0 in free.tolist():
+                path = []
+                y = y0
+                clash = False
+                while True:
+                    x = int(parent[y])
+                    if used[x]:
+                        clash = True
+                        break
+                    path.append((x, y))
+                    prev = int(match_x[x])
+                    if prev < 0:
+                        break
+                    y = prev
+                if clash:
+                    continue
+                for x, y in path:
+                    used[x] = True
+                    match_x[x] = y
+                    match_y[y] = x
+                done += 1
+            return done
+        frontier = match_y[level]
+    return 0
+
+
+def _initial_matching(win: _Window, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """A maximum matching of the window's graph as (match_x, match_y): one unit-capacity max-flow (scipy's Dinic).
+
+    (Not ``maximum_bipartite_matching``: its DFS takes exponential time on some threshold graphs, scipy gh-26147.)
+    """
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow
+
+    m = win.indices.size
+    # nodes: x_i = i, y_j = n + j, source = 2n, sink = 2n + 1
+    indptr = np.concatenate([[0], np.cumsum(win.count), m + np.arange(1, n + 1), [m + 2 * n] * 2])
+    indices = np.concatenate([n + win.indices, np.full(n, 2 * n + 1), np.arange(n)]).astype(np.int32)
+    graph = csr_array((np.ones(m + 2 * n, dtype=np.int32), indices, indptr), shape=(2 * n + 2, 2 * n + 2))
+    flow = maximum_flow(graph, 2 * n, 2 * n + 1).flow
+    sub = csr_array(flow)[:n, n:2 * n]
+    rows, cols = sub.nonzero()
+    pos = np.asarray(sub[rows, cols]).ravel() > 0
+    mx = np.full(n, -1, dtype=np.int64)
+    my = np.full(n, -1, dtype=np.int64)
+    mx[rows[pos]] = cols[pos]
+    my[cols[pos]] = rows[pos]
+    return mx, my
+
+
+def _grow(win: _Window, t: float, match_x: NDArray[np.int64], match_y: NDArray[np.int64], need: int) -> int:
+    """Augment the matching in place inside G_t until it has ``need`` edges or is maximum; its size."""
+    size = int(np.count_nonzero(match_x >= 0))
+    while size < need:
+        got = _augment_all(win, t, match_x, match_y)
+        if got == 0:
+            break
+        size += got
+    return size
+
+
+def _bottleneck_matching(cost: FloatArray, need: int, perfect: bool) -> float:
+    """Least entry t of the square ``cost`` with a matching of ``need`` edges inside G_t = {cost <= t}.
+
+    Exact, like the max-flow bisection, but warm-started:
+
+    * the search starts at the lower bound max(max_i min_j, max_j min_i) (δ = 0: every point
+      needs an edge) and gallops up over the k-th smallest costs (k = edges below the bound +
+      max(4n, k₀/4), doubling) until a matching of ``need`` edges exists; only the edges below that
+      upper end are kept (:class:`_Window`);
+    * binary search over the distinct costs of the window: a matching of G_lo (lo infeasible)
+      stays a matching of every G_t with t > lo, so each test starts from the larger of it and the
+      last feasible matching restricted to G_t, and only augments the deficit by BFS phases of
+      vertex-disjoint shortest augmenting paths (Hopcroft–Karp, :func:`_augment_all`). A failed
+      test leaves a maximum matching of G_mid, the next warm start.
+    """
+    n = cost.shape[0]
+    flat = cost.ravel()
+    if perfect:
+        lower = max(float(cost.min(axis=1).max()), float(cost.min(axis=0).max()))
+    else:
+        lower = float(cost.min())
+    below = int(np.count_nonzero(flat <= lower))
+    lo_x = np.full(n, -1, dtype=np.int64)
+    lo_y = np.full(n, -1, dtype=np.int64)
+    extra = max(4 * n, below // 4)
+    first = True
+    while True:
+        k = below + extra - 1
+        if first:
+            upper = lower  # often feasible already (then the answer): no selection needed
+        else:
+            upper = float(flat.max()) if k >= flat.size - 1 else float(np.partition(flat, k)[k])
+        first = False
+        win = _Window(cost, upper)
+        cand_x, cand_y = lo_x.copy(), lo_y.copy()
+        if not np.any(cand_x >= 0):
+            cand_x, cand_y = _initial_matching(win, n)  # a maximum matching of G_upper from scratch (compiled)
+        if _grow(win, upper, cand_x, cand_y, need) >= need:
+            break
+        lo_x, lo_y = cand_x, cand_y  # maximum in G_upper: a warm start for every larger threshold
+        if upper > lower:
+            extra *= 2
+        lower = upper
+    vals = np.sort(win.costs[win.costs >= lower])
+    keep = np.empty(vals.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(vals[1:], vals[:-1], out=keep[1:])
+    vals = vals[keep]
+    hi_x = cand_x
+    lo, hi = -1, vals.size - 1  # vals[hi] = upper is feasible; the value below vals[0] is not
+    while hi - lo > 1:
+        mid = lo + 1 if lo < 0 else (lo + hi) // 2
+        t = float(vals[mid])
+        cand_x, cand_y = lo_x.copy(), lo_y.copy()
+        rx = hi_x.copy()
+        has = rx >= 0
+        has[has] = cost[np.flatnonzero(has), rx[has]] <= t
+        rx[~has] = -1
+        if int(np.count_nonzero(rx >= 0)) > int(np.count_nonzero(cand_x >= 0)):
+            cand_x = rx
+            cand_y = np.full(n, -1, dtype=np.int64)
+            cand_y[rx[rx >= 0]] = np.flatnonzero(rx >= 0)
+        if _grow(win, t, cand_x, cand_y, need) >= need:
+            hi, hi_x = mid, cand_x
+        else:
+            lo, lo_x, lo_y = mid, cand_x, cand_y
     return float(vals[hi])
 
 

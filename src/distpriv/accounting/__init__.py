@@ -1,6 +1,7 @@
 """Privacy accounting: certified privacy profiles of what mechanisms output under a Gaussian f_θ model.
 
-* :mod:`.gaussian` — two Gaussians, equal or unequal covariances (closed forms, discretised PLD);
+* :mod:`.gaussian` — two Gaussians, equal or unequal covariances (closed forms, Fourier inversion, discretised PLD);
+* :mod:`.fourier` — certified δ(ε) of a generalised chi-square loss by Fourier inversion (unequal covariances);
 * :mod:`.laplace` — Gaussian query values plus Laplace noise (1-D exact, products, coupling bound);
 * :mod:`.pld` — discretised privacy-loss distributions with a certified bracket;
 * :mod:`.release` — what a release proves over Ψ for a noise law (:func:`proven_delta`);

@@ -21,6 +21,8 @@ from typing import Any
 CLOSED_FORM = "closed form (equal covariances: analytic Gaussian, Balle & Wang 2018 Thm 8)"
 CLOSED_FORM_1D = "closed form (1-D Gaussian pair: the loss is quadratic, S = {L > ε} is <= 2 intervals)"
 PLD = "discretised privacy-loss distribution with pessimistic/optimistic rounding (certified bracket)"
+FOURIER = ("Fourier inversion of the generalised chi-square loss law (trapezoidal rule with certified aliasing, "
+           "truncation and floating-point bounds)")
 CELLS = "Gaussian ⊛ Laplace density on a certified cell grid (log-concavity + curvature bounds)"
 COUPLING = ("coupling bound: δ <= E[δ of a Laplace shift by D] for a Gaussian coupling D = F_a − F_b "
             "(joint convexity of the hockey-stick divergence)")
@@ -142,6 +144,7 @@ __all__ = [
     "CLOSED_FORM_1D",
     "COUPLING",
     "DISJOINT",
+    "FOURIER",
     "IDENTICAL",
     "PLD",
     "TRANSLATION",
