@@ -397,11 +397,12 @@ def _gaussian_stage(cand: Any) -> NDArray[np.float64] | None:
     """The Gaussian stage-1 covariance of a kept candidate (zeros when noiseless), ``None`` for Laplace noise."""
     if cand.base is None:
         return np.zeros((cand.dim, cand.dim))
-    if cand.base.kind == "none":
+    law = cand.base.noise
+    if law.noiseless:
         return np.zeros((cand.dim, cand.dim))
-    if cand.base.kind != "gaussian":
+    if not law.adds_gaussian:
         return None
-    return np.asarray(cand.base.noise_covariance, dtype=float)
+    return np.asarray(law.gaussian_covariance, dtype=float)
 
 
 def _with_noise(cand: Any, cov: NDArray[np.float64], *, label: str, guarantee: Guarantee, reason: str) -> Any:

@@ -103,7 +103,7 @@ def _solve_sigma(v: NDArray[np.float64], sens: Any, mu: float) -> NDArray[np.flo
 def mixed_candidate(cand: Candidate, sens: Any, mu_star: float) -> MixedCandidate:
     """``cand`` (Laplace noise along orthonormal directions, no Theorem 5.7 stage) plus the least Gaussian record noise."""
     base = cand.base
-    if base is None or base.kind != "laplace" or cand.extra_laplace_scale > 0:
+    if base is None or not base.noise.pure or cand.extra_laplace_scale > 0:
         raise InvalidParameterError(f"{cand.name}: not a plain Laplace mechanism", argument="record_epsilon")
     b = np.asarray(base.basis, dtype=float)
     lap = np.asarray(base.scales, dtype=float).ravel()
