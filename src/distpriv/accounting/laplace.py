@@ -38,6 +38,7 @@ coordinates (exact in 1-D) and by Gaussian concentration of the ℓ1 norm.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -450,46 +451,123 @@ def coupling_delta_bound(mean: ArrayLike, cov: ArrayLike, scales: ArrayLike, eps
     Σ_k P(|Y_k| > t π_k) over a few splits π and Gaussian concentration of M, which is
     L-Lipschitz with L = min(Σ_k σ_k, √d ||C||^{1/2})), E[g(M)] = ∫_ε^∞ g'(t) P(M > t) dt
     <= Σ_j T(t_j) (g(t_{j+1}) − g(t_j)) + T(t_n): an upper Riemann sum.
+
+    The bound depends on the inputs only through the reduced shift μ = mean/b and covariance
+    C = cov/(b bᵀ) (M = Σ_k |Y_k/b_k|), so it is memoised on the bytes of (μ, C, ε, points): a hit
+    returns the very float a fresh computation gives (issue 21: the pairs of a uniform grid and the
+    steps of a top-up search repeat reduced inputs).
     """
     sc = np.asarray(scales, dtype=float)
-    mu = np.asarray(mean, dtype=float) / sc
-    c = np.atleast_2d(np.asarray(cov, dtype=float)) / np.outer(sc, sc)
+    mu = np.ascontiguousarray(np.asarray(mean, dtype=float) / sc)
+    c = np.ascontiguousarray(np.atleast_2d(np.asarray(cov, dtype=float)) / np.outer(sc, sc))
+    return _memo_coupling(mu.tobytes(), c.tobytes(), mu.size, float(epsilon), int(points))
+
+
+#: Reduced inputs remembered by :func:`coupling_delta_bound` and by its split search (bounded memory).
+COUPLING_MEMO_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
+def _memo_coupling(mu: bytes, c: bytes, d: int, epsilon: float, points: int) -> float:
+    return _coupling_reduced(np.frombuffer(mu), np.frombuffer(c).reshape(d, d), epsilon, points)
+
+
+#: Φ(z) rounds to exactly 0.0 below _NDTR_LO (Φ(−40) ≈ 4e−350, under the least subnormal) and to exactly 1.0
+#: from _NDTR_HI on (1 − Φ(9) ≈ 1.1e−19 < 2⁻⁵⁴, half an ulp of 1): there the value is known without evaluating it.
+_NDTR_LO, _NDTR_HI = -40.0, 9.0
+
+
+def _ndtr(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``special.ndtr(z)``, evaluated only where it is not saturated (the same floats, fewer evaluations)."""
+    out = (z >= _NDTR_HI).astype(float)
+    live = (z > _NDTR_LO) & (z < _NDTR_HI)
+    out[live] = special.ndtr(z[live])
+    return out
+
+
+def _union_tail(t: NDArray[np.float64], splits: NDArray[np.float64], mu: NDArray[np.float64],
+                sd: NDArray[np.float64]) -> NDArray[np.float64]:
+    """min(1, Σ_k P(|Y_k| > t π_k)) for every t (rows) and split π (columns of the result), Y_k ~ N(μ_k, σ_k²).
+
+    Every σ_k > 0: P(|Y_k| > s) = Φ((−s − μ_k)/σ_k) + Φ((μ_k − s)/σ_k). Shape (len(t), len(splits)).
+    """
+    tk = t[:, None, None] * splits[None, :, :]
+    z1 = (-tk - mu) / sd
+    z2 = (mu - tk) / sd
+    return np.minimum(1.0, (_ndtr(z1) + _ndtr(z2)).sum(axis=2))
+
+
+def _tail_for(t: NDArray[np.float64], pi: NDArray[np.float64], mu: NDArray[np.float64],
+              sd: NDArray[np.float64]) -> NDArray[np.float64]:
+    """min(1, Σ_k P(|Y_k| > t π_k)) for one split π; σ_k = 0 allowed (then |Y_k| = |μ_k| surely)."""
+    if bool(np.all(sd > 0)):
+        return _union_tail(t, pi[None, :], mu, sd)[:, 0]
+    tk = t[:, None] * pi[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z1 = np.where(sd > 0, (-tk - mu) / np.where(sd > 0, sd, 1.0), np.where(-tk > mu, np.inf, -np.inf))
+        z2 = np.where(sd > 0, (mu - tk) / np.where(sd > 0, sd, 1.0), np.where(mu > tk, np.inf, -np.inf))
+    return np.minimum(1.0, (special.ndtr(z1) + special.ndtr(z2)).sum(axis=1))
+
+
+@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
+def _best_split(mu_b: bytes, sd_b: bytes, t0: float) -> NDArray[np.float64]:
+    """The split π minimising the union bound at t0 (Nelder-Mead on softmax weights); a pure function of (μ, σ, t0).
+
+    Any π on the simplex gives a valid bound, so the optimiser's accuracy only affects tightness; memoised
+    because a search over ε (the loss split of :mod:`.release`) asks for the same t0 many times.
+    """
+    mu, sd = np.frombuffer(mu_b), np.frombuffer(sd_b)
+    amu = np.abs(mu)
+    t0a = np.array([t0])
+
+    if bool(np.all(sd > 0)):
+        def obj(v: NDArray[np.float64]) -> float:  # _tail_for at the single point t0, without its broadcasting
+            e = np.exp(v - v.max())
+            tk = t0 * (e / e.sum())
+            return float(np.minimum(1.0, (special.ndtr((-tk - mu) / sd) + special.ndtr((mu - tk) / sd)).sum()))
+    else:
+        def obj(v: NDArray[np.float64]) -> float:
+            e = np.exp(v - v.max())
+            return float(_tail_for(t0a, e / e.sum(), mu, sd)[0])
+
+    wv = amu + sd
+    start = np.log(wv / wv.sum() + 1e-300)
+    from scipy import optimize  # lazy: ~0.4 s to import
+
+    res = optimize.minimize(obj, start, method="Nelder-Mead",
+                            options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 200 * mu.size})
+    e = np.exp(res.x - res.x.max())
+    out = e / e.sum()
+    out.flags.writeable = False
+    return out
+
+
+def _coupling_reduced(mu: NDArray[np.float64], c: NDArray[np.float64], epsilon: float, points: int) -> float:
+    """:func:`coupling_delta_bound` on the reduced inputs μ = mean/b, C = cov/(b bᵀ)."""
     sd = np.sqrt(np.clip(np.diag(c), 0.0, None))
     d = mu.size
     total = float(np.abs(mu).sum())
     if float(sd.max(initial=0.0)) <= 1e-15 * max(1.0, total):
         return float(_laplace_shift_delta(np.array([total]), epsilon, d)[0])
     amu = np.abs(mu)
-
-    def tail_for(t: NDArray[np.float64], pi: NDArray[np.float64]) -> NDArray[np.float64]:
-        tk = t[:, None] * pi[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z1 = np.where(sd > 0, (-tk - mu) / np.where(sd > 0, sd, 1.0), np.where(-tk > mu, np.inf, -np.inf))
-            z2 = np.where(sd > 0, (mu - tk) / np.where(sd > 0, sd, 1.0), np.where(mu > tk, np.inf, -np.inf))
-        return np.minimum(1.0, (special.ndtr(z1) + special.ndtr(z2)).sum(axis=1))
-
     cands = [np.ones(d) / d]
     for wv in (sd, amu + sd, amu + 3.0 * sd, amu):
         if float(wv.sum()) > 0:
             cands.append(wv / wv.sum())
     if d > 1:
-        t0 = np.array([max(epsilon, 1.05 * total)])
-
-        def obj(v: NDArray[np.float64]) -> float:
-            e = np.exp(v - v.max())
-            return float(tail_for(t0, e / e.sum())[0])
-
-        start = np.log(cands[2] + 1e-300)
-        from scipy import optimize  # lazy: ~0.4 s to import
-
-        res = optimize.minimize(obj, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 200 * d})
-        e = np.exp(res.x - res.x.max())
-        cands.append(e / e.sum())
+        t0 = max(epsilon, 1.05 * total)
+        cands.append(_best_split(np.ascontiguousarray(mu).tobytes(), np.ascontiguousarray(sd).tobytes(), t0))
     ef = float(_folded_mean(mu, sd).sum())
     lip = min(float(sd.sum()), math.sqrt(d) * math.sqrt(max(float(np.linalg.eigvalsh(c)[-1]), 0.0)))
 
+    # equal splits give equal bounds (in 1-D all five are π = 1): each distinct one is evaluated once
+    splits = np.stack(list({pi.tobytes(): pi for pi in cands}.values()))
+
     def tail(t: NDArray[np.float64]) -> NDArray[np.float64]:
-        best = np.min(np.stack([tail_for(t, pi) for pi in cands]), axis=0)
+        if bool(np.all(sd > 0)):  # every distinct split at once
+            best = np.min(_union_tail(t, splits, mu, sd), axis=1)
+        else:
+            best = np.min(np.stack([_tail_for(t, pi, mu, sd) for pi in cands]), axis=0)
         if d > 1 and lip > 0:
             conc = np.where(t > ef, np.exp(-np.maximum(t - ef, 0.0) ** 2 / (2.0 * lip * lip)), 1.0)
             best = np.minimum(best, conc)

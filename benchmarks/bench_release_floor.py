@@ -1,0 +1,83 @@
+"""A release's fixed cost against its floor, in CPU seconds of child processes in one run (issue 26 goal: <= 3×).
+
+Usage::
+
+    python benchmarks/bench_release_floor.py [--reps 3]
+
+Data: the first 1,000 rows of UCI Adult released, the next 2,000 the ``--population`` (CSV).
+
+* ``floor``: ``python -c`` importing numpy and DuckDB, one DuckDB GROUP BY of the table (count, Σ age and
+  Σ [sex = Female] per income group) and reading the population table;
+* ``release``: ``distpriv release data.csv --stat mean:age --stat count:sex=Female --protect income=>50K
+  --pairs 0.2,0.3 --epsilon 1 --delta 1e-3 --population pop.csv --format json``.
+
+Each child's user + system CPU time comes from ``os.wait4``; the commands are interleaved, the medians of
+``--reps`` runs and their ratio are printed. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    import distpriv  # noqa: F401
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from distpriv.datasets.adult import load_adult  # noqa: E402
+
+FLOOR = """
+import numpy, duckdb
+con = duckdb.connect()
+con.sql("SELECT income, count(*), sum(age), sum(CASE WHEN sex = 'Female' THEN 1 ELSE 0 END) "
+        "FROM read_csv('data.csv') GROUP BY income").fetchall()
+con.sql("SELECT * FROM read_csv('pop.csv')").fetchnumpy()
+"""
+
+
+def _cpu(cmd: list[str], cwd: Path) -> float:
+    """User + system CPU seconds of one child (os.wait4)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(cmd[:6])} …")
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench_floor_"))
+    try:
+        df = load_adult()
+        df.iloc[:1000].to_csv(work / "data.csv", index=False)
+        df.iloc[1000:3000].to_csv(work / "pop.csv", index=False)
+        cmds = {
+            "floor": [sys.executable, "-c", FLOOR],
+            "release": [sys.executable, "-m", "distpriv.cli", "release", "data.csv", "--stat", "mean:age", "--stat",
+                        "count:sex=Female", "--protect", "income=>50K", "--pairs", "0.2,0.3", "--epsilon", "1",
+                        "--delta", "1e-3", "--population", "pop.csv", "--format", "json"],
+        }
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        for _ in range(args.reps):
+            for k, cmd in cmds.items():
+                times[k].append(_cpu(cmd, work))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        for k, v in med.items():
+            print(f"{k:8s}: {v:.2f} s CPU (median of {args.reps})")
+        print(f"ratio release / floor: {med['release'] / med['floor']:.2f}× (goal <= 3×)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
