@@ -32,6 +32,7 @@ from ..models import EmpiricalModel, GaussianModel, QueryModel
 from ..noise import NoiseLaw
 from . import gaussian as gauss
 from . import laplace as lap
+from . import laplace_nd as nd
 from . import pld
 from .profile import (
     CELLS,
@@ -158,7 +159,23 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
     upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon)
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
+    tight = _tight_2d(model, pair, noise, epsilon, target, upper, lower)  # issue 25: certified 2-D grid
+    if tight is not None and tight[1] < upper:
+        return Profile(epsilon, tight[1], min(max(lower, tight[0]), tight[1]), nd.METHOD, pair, {"kappa": tight[2]})
     return Profile(epsilon, upper, min(lower, upper), method, pair, {"epsilon_split": split})
+
+
+def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
+              target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
+    """Certified 2-D Gauss ⊛ Laplace bracket (:mod:`.laplace_nd`) where it applies and can improve the bound."""
+    if (target is not None and (upper <= target or lower > target)) or upper <= 0.0:
+        return None
+    p, q = pair
+    if not nd.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
+        return None
+    assert noise.basis is not None and noise.scales is not None
+    return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
+                           noise.scales, epsilon, target=target)
 
 
 def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: NoiseLaw, epsilon: float) -> tuple[float, float, str]:

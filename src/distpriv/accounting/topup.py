@@ -237,7 +237,17 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
         p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta)
         return p.delta_upper <= delta, p
 
-    k, after, steps = _search(ok, 1.25, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
+    # A pure claim (ε, 0) implies (ε, δ) for every δ, so the δ calibration never needs more noise than the
+    # pure one (issue 25): where a pure ε exists (translations, products) its least scaling k_pure is a
+    # verified upper end of the search, which then only shrinks below it.
+    pure = topup_pure(model, ps, noise, epsilon)
+    guess = 1.25 if pure is None else pure.factor
+    k, after, steps = _search(ok, guess, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
+    if pure is not None:
+        steps += pure.steps
+        if pure.factor < k:  # the δ bracket could not be decided at k_pure (its widening): the pure claim stands
+            return TopUp(pure.noise, pure.factor, 0.0, before,
+                         _final(model, ps, pure.noise, epsilon, rtol, pure.after, delta), steps + 2)
     return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + 2)
 
 
