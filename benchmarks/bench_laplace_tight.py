@@ -72,9 +72,9 @@ def main() -> int:
     warnings.simplefilter("ignore")
     for seed in range(args.models):
         model = unequal_model(seed)
-        with mock.patch.object(release, "_tight_2d", lambda *a, **k: None):
-            old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=EPS, delta=DELTA)
-        new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=EPS, delta=DELTA)
+        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=EPS, delta=DELTA)
+        with mock.patch.object(release, "TIGHT_2D", True):  # opt-in (distpriv.accounting.release.TIGHT_2D)
+            new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=EPS, delta=DELTA)
         assert new.basis is not None and new.scales is not None
         least = oracle_least(model, new.basis, np.asarray(new.scales) / float(new.scales[0]))
         row = {"seed": seed, "coupling": float(old.laplace_scale), "tight": float(new.laplace_scale), "least": least,

@@ -159,10 +159,18 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
     upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon)
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
-    tight = _tight_2d(model, pair, noise, epsilon, target, upper, lower)  # issue 25: certified 2-D grid
-    if tight is not None and tight[1] < upper:
-        return Profile(epsilon, tight[1], min(max(lower, tight[0]), tight[1]), nd.METHOD, pair, {"kappa": tight[2]})
+    if TIGHT_2D:  # issue 25: certified 2-D grid (opt-in: ~10 s CPU per calibration, too slow for release selection)
+        tight = _tight_2d(model, pair, noise, epsilon, target, upper, lower)
+        if tight is not None and tight[1] < upper:
+            return Profile(epsilon, tight[1], min(max(lower, tight[0]), tight[1]), nd.METHOD, pair,
+                           {"kappa": tight[2]})
     return Profile(epsilon, upper, min(lower, upper), method, pair, {"epsilon_split": split})
+
+
+#: Use the certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) beside the coupling bound. Off by default: it
+#: brings 2-D Laplace scales to a median 1.07× the least needed (from 1.60×) but costs ~10 s CPU per calibration,
+#: which would make every release's selection several times slower (benchmarks/bench_laplace_tight.py).
+TIGHT_2D = False
 
 
 def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
