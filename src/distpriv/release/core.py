@@ -294,14 +294,12 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     """
     predicate = Predicate(spec.protect)
     if spec.record_epsilon is not None:  # refuse before reading anything
-        from .record import check_record_query
+        from .record import check_record_query, check_record_specs
 
-        if not is_plain(spec.stats):
-            raise InvalidParameterError(
-                "record-level DP covers mean, sum, count and proportion in this version; variances, quantiles, "
-                "histograms, group-by and ratios are refused (their replace-one sensitivity is not wired yet)",
-                argument="record_epsilon")
-        check_record_query(build_query(spec.stats, spec.names), spec.bounds)
+        if not is_plain(spec.stats):  # histograms, group-by sums/counts pass; the nonlinear ones with the reason
+            check_record_specs(spec.stats, spec.bounds)
+        else:
+            check_record_query(build_query(spec.stats, spec.names), spec.bounds)
     if data is None:
         if spec.data is None:
             raise InvalidParameterError("data: give the table to release")
@@ -405,9 +403,11 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     prep = Prepared(spec, table, population, declared, query, predicate, modelling, sens, previous, shared, seed, std)
     prep.layout, prep.truth = layout, truth
     if spec.record_epsilon is not None:
-        from .record import clamped_notes, sensitivity_set
+        from .record import clamped_notes, layout_sensitivity_set, sensitivity_set
 
-        rec = sensitivity_set(query, spec.bounds, n if n is not None else table.kept)
+        n_rec = n if n is not None else table.kept
+        rec = (sensitivity_set(query, spec.bounds, n_rec) if layout is None
+               else layout_sensitivity_set(layout, spec.bounds, n_rec))
         prep.record_sensitivity = rec.scaled(std.scale)
         prep.notes.extend(clamped_notes(table, spec.bounds, query))  # private: the curator channel only
     if previous:  # refuse before any noise is drawn

@@ -72,6 +72,7 @@ __all__ = [
     "SensitivitySet",
     "categorical_group",
     "check_record_query",
+    "layout_sensitivity_set",
     "check_record_specs",
     "combine",
     "max_mahalanobis",
@@ -150,29 +151,39 @@ def parse_bounds(value: Any) -> tuple[tuple[str, float, float], ...]:
     return tuple(out)
 
 
-def check_record_specs(stats: Sequence[str]) -> None:
-    """Refuse, from the statistic specifications alone, what record-level DP does not cover (yet).
+def check_record_specs(stats: Sequence[str], bounds: Sequence[tuple[str, float, float]] | None = None) -> None:
+    """Refuse, from the statistic specifications alone, what record-level DP does not cover.
 
-    Linear kinds without a modifier are covered. Histograms and group-by sums and counts are linear too (one
-    categorical group per vector statistic: its difference vertices e_a − e_b, :func:`categorical_group`), but
-    their per-coordinate layout is not wired here yet, so they are refused with that reason; nonlinear kinds
-    (variance, quantiles, ratios, group-by means) are refused because one record's change is not a bounded
-    per-record contribution.
+    Covered: the linear kinds (mean, sum, count, proportion), histograms (``hist:c``, ``hist:x@edges``) and
+    group-by sums and counts (``sum:y@by=c``, ``count:P@by=c``): one record's replace-one change is a bounded
+    per-record contribution (:func:`layout_sensitivity_set`). Refused with the reason: variances, standard
+    deviations, quantiles and ratios (not linear) and group-by means (their group sizes are private: a group
+    may hold one record, so one record moves its mean by the column's whole range — publish ``sum:y@by=c`` and
+    ``count:…@by=c`` and divide, which is post-processing of both guarantees). With ``bounds`` given, a
+    group-by sum over a column without declared bounds is refused too (argument ``bounds``).
     """
+    from ..statspec import parse_request
+
+    have = None if bounds is None else {c for c, _, _ in bounds}
     for text in stats:
-        kind = str(text).partition(":")[0].strip()
-        if kind in LINEAR_KINDS and "@" not in str(text).partition(":")[2]:
+        req = parse_request(str(text))
+        if req.plain or req.kind == "hist" or (req.kind in ("sum", "count") and req.by is not None):
+            if have is not None and req.kind in ("mean", "sum") and req.target not in have:
+                raise InvalidParameterError(
+                    f"record-level DP needs declared public bounds for column {req.target!r} (statistic {text!r}), "
+                    f"e.g. {req.target}=LO:HI; never take them from the private table", argument="bounds")
             continue
-        if kind in ("hist",) or (kind in ("sum", "count") and "@by=" in str(text)):
-            why = ("a vector statistic (a histogram or group-by sum/count): linear, but its per-coordinate "
-                   "contribution vector is not wired to record-level DP in this version")
-        elif kind in ("mean", "proportion") and "@by=" in str(text):
-            why = "a group-by mean: the group sizes are private, so one record moves the mean unboundedly often"
+        if req.kind == "mean" and req.by is not None:
+            why = ("a group-by mean: its group sizes are private (a group may hold one record), so one record moves "
+                   "a group mean by the column's whole range; publish its sums and counts instead "
+                   f"(sum:{req.target}@by={req.by} and count:…@by={req.by}) and divide them, which is "
+                   "post-processing of both guarantees")
         else:
             why = "not linear: its change when one record is replaced is not a bounded per-record contribution"
         raise InvalidParameterError(
-            f"record-level DP is offered for linear statistics ({', '.join(LINEAR_KINDS)}); {text!r} is {why} "
-            "(drop it, or release it without record_epsilon)", argument="record_epsilon")
+            f"record-level DP is offered for linear statistics ({', '.join(LINEAR_KINDS)}, histograms, group-by "
+            f"sums and counts); {text!r} is {why} (drop it, or release it without record_epsilon)",
+            argument="record_epsilon")
 
 
 def categorical_group(coords: Sequence[int], dim: int, scale: float = 1.0) -> NDArray[np.float64]:
@@ -221,6 +232,8 @@ class SensitivitySet:
     slack: NDArray[np.float64]
     dim: int
     labels: tuple[str, ...] = ()
+    #: domain assumptions beyond the base ones of :class:`RecordClaim` (histograms, group-by)
+    assumptions: tuple[str, ...] = ()
 
     def scaled(self, scale: NDArray[np.float64]) -> SensitivitySet:
         """S for D⁻¹F (every vector divided by d componentwise)."""
@@ -287,6 +300,112 @@ def sensitivity_set(query: Any, bounds: Sequence[tuple[str, float, float]], n: i
     return SensitivitySet(groups, slack, m, tuple(labels[k] for k in keyed))
 
 
+def _one_hot_differences(coords: Sequence[int], dim: int, values: Sequence[float], width: float
+                         ) -> NDArray[np.float64]:
+    """Vertices of the replace-one differences of a one-hot contribution, as ``[V; −V]`` (one row per sign class).
+
+    A record contributes t·e_g to one coordinate g of ``coords`` (t in an interval with end points ``values``,
+    ``width`` its length; t = 1 for counts) or nothing (it lies in no bin/group). The differences are
+    t·e_a − u·e_b (a ≠ b: a box, vertices t, u ∈ ``values``), (t − u)·e_a (a segment, ±width·e_a) and ±t·e_a
+    (a record moved in or out): vᵀAv being convex, its supremum over their union is attained at these vertices.
+    """
+    rows: dict[tuple[float, ...], NDArray[np.float64]] = {}
+
+    def add(v: NDArray[np.float64]) -> None:
+        nz = np.flatnonzero(v)
+        if nz.size and v[nz[0]] < 0:
+            v = -v
+        rows.setdefault(tuple(float(x) for x in v), v)
+
+    for i, a in enumerate(coords):
+        for b in coords[i + 1:]:
+            for t in values:
+                for u in values:
+                    v = np.zeros(dim)
+                    v[a], v[b] = t, -u
+                    add(v)
+        for t in ([width] if width > 0 else []) + [t for t in values if t != 0]:
+            v = np.zeros(dim)
+            v[a] = t
+            add(v)
+    half = np.asarray(list(rows.values()) or [np.zeros(dim)], dtype=float).reshape(-1, dim)
+    return np.vstack([half, -half])
+
+
+#: The domain assumption of histograms and group-by (:func:`layout_sensitivity_set`).
+ONE_HOT = ("each record lies in at most one bin of a histogram and in at most one group of a group-by (a value "
+           "absent from the population's levels or the declared groups lies in none), a group-by sum adding its "
+           "value within the column's bounds to its group's coordinate; statistics are bounded independently of "
+           "each other: μ is exact for that domain, an upper bound where two statistics read the same column")
+
+
+def layout_sensitivity_set(layout: Any, bounds: Sequence[tuple[str, float, float]], n: int) -> SensitivitySet:
+    """S of the published coordinates of a :class:`~distpriv.statspec.Layout` of linear outputs (issue 22 item 2).
+
+    Plain outputs as in :func:`sensitivity_set` (one group per column or predicate). A histogram or group-by
+    output with coordinates G (:meth:`~distpriv.statspec.Output.contributions`: counts ``1[P ∧ c = g]`` or
+    sums ``y·1[c = g]``) is one group whose contribution is t·e_g or 0 (:func:`_one_hot_differences`):
+    a histogram's replace-one sensitivity is L1 2 and L2 √2 (one count down, another up), a group-by sum's
+    worst case is enumerated over t·e_a − u·e_b, ±(hi − lo)·e_a and ±t·e_a (t, u ∈ {lo, hi}). Coordinates are in the statistics' units (counts and
+    sums are not divided by n); :meth:`SensitivitySet.scaled` applies the public diagonal.
+    """
+    lim = {c: (lo, hi) for c, lo, hi in bounds}
+    m = layout.dim
+    keyed: dict[tuple[str, str], NDArray[np.float64]] = {}
+    labels: dict[tuple[str, str], str] = {}
+    vector: list[tuple[NDArray[np.float64], str]] = []
+    bound = np.zeros(m)
+    extra: tuple[str, ...] = ()
+    for out, sl in zip(layout.outputs, layout.slices, strict=True):
+        if not out.linear:
+            check_record_specs([out.spec])  # raises with the reason
+        stats = out.contributions()
+        if not out.vector:
+            (stat,) = stats
+            j = sl.start
+            s = 1.0 / n if stat.kind in ("mean", "proportion") else 1.0
+            if stat.kind in ("mean", "sum"):
+                if stat.column not in lim:
+                    check_record_query(SimpleQuery((stat,)), bounds)
+                lo, hi = lim[stat.column]
+                key, width, top = ("column", str(stat.column)), hi - lo, max(abs(lo), abs(hi))
+                labels[key] = f"column {stat.column} in [{lo:g}, {hi:g}]"
+            else:
+                key, width, top = ("predicate", str(stat.predicate)), 1.0, 1.0
+                labels[key] = f"predicate {stat.predicate} in {{0, 1}}"
+            a = keyed.setdefault(key, np.zeros(m))
+            a[j] = s * width
+            bound[j] = n * s * top
+            continue
+        coords = list(range(sl.start, sl.stop))
+        extra = (ONE_HOT,)
+        if stats[0].kind == "sumif":
+            col = str(stats[0].column)
+            if col not in lim:
+                check_record_specs([out.spec], bounds)
+            lo, hi = lim[col]
+            values: tuple[float, ...] = (lo, hi)
+            width, top = hi - lo, max(abs(lo), abs(hi))
+            what = f"group-by sum {out.name}: {col} in [{lo:g}, {hi:g}] added to one of {len(coords)} groups or none"
+        else:
+            values, width, top = (1.0,), 0.0, 1.0
+            what = f"{'histogram' if out.kind == 'hist' else 'group-by count'} {out.name}: one of {len(coords)} " \
+                   "coordinates or none"
+        vector.append((_one_hot_differences(coords, m, values, width), what))
+        bound[sl] = n * top
+    groups = [np.vstack([a, -a]) for a in keyed.values()] + [g for g, _ in vector]
+    names = [labels[k] for k in keyed] + [w for _, w in vector]
+    slack = (n + 2) * 2.0**-52 * bound
+    return SensitivitySet(tuple(groups), slack, m, tuple(names), extra)
+
+
+@dataclass(frozen=True)
+class SimpleQuery:
+    """A query-like holder of statistics (for :func:`check_record_query`'s messages)."""
+
+    statistics: tuple[Any, ...]
+
+
 # --------------------------------------------------------------------------- accounting
 def max_mahalanobis(cov: NDArray[np.float64], sens: SensitivitySet) -> float:
     """μ = sqrt(max_v vᵀΣ⁻¹v) + 2 λ_max(Σ⁻¹)^{1/2}‖e‖₂ over the vertices of S; ``inf`` for a singular Σ on S."""
@@ -339,20 +458,66 @@ class RecordClaim:
 
 # --------------------------------------------------------------------------- least-noise combination
 def _record_lmis(x: Any, verts: NDArray[np.float64], mu2: float) -> list[Any]:
-    import cvxpy as cp
-
-    m = verts.shape[1]
+    """x − v vᵀ/μ² ⪰ 0 per vertex: the Schur complement of [[x, v], [vᵀ, μ²]] ⪰ 0, i.e. vᵀx⁻¹v <= μ² (μ² > 0)."""
     out = []
     for v in verts:
-        col = v.reshape(m, 1)
-        block = cp.bmat([[x, col], [col.T, np.array([[mu2]])]])
-        out.append(0.5 * (block + block.T) >> 0)
+        lmi = x - np.outer(v, v) / mu2
+        out.append(0.5 * (lmi + lmi.T) >> 0)
     return out
 
 
+def _quad_forms(cov: NDArray[np.float64], verts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """vᵀ cov⁻¹ v per vertex (``inf`` along directions where cov is numerically singular)."""
+    c = 0.5 * (cov + cov.T)
+    w, u = np.linalg.eigh(c)
+    proj = verts @ u
+    tiny = w <= max(1e-300, 1e-14 * float(np.max(np.abs(w), initial=0.0)))
+    q = np.sum(proj[:, ~tiny] ** 2 / w[~tiny], axis=1)
+    hit = np.any(np.abs(proj[:, tiny]) > 1e-12 * (1.0 + np.abs(verts).max()), axis=1)
+    return np.where(hit, np.inf, q)
+
+
+#: Vertices in the first active set of :func:`_solve` (per coordinate), and added per round at most.
+ACTIVE_PER_DIM = 2
+MAX_ROUNDS = 25
+
+
 def _solve(base: NDArray[np.float64] | None, verts: NDArray[np.float64], mu_star: float,
-           distp: list[tuple[NDArray[np.float64], NDArray[np.float64]]], d_star: float) -> NDArray[np.float64]:
-    """min tr Δ s.t. the record LMIs on base + Δ (``base`` given), or min tr Σ_Z s.t. record and DistP LMIs."""
+           distp: list[tuple[NDArray[np.float64], NDArray[np.float64]]], d_star: float,
+           active: list[int] | None = None) -> NDArray[np.float64]:
+    """min tr Δ s.t. the record LMIs on base + Δ (``base`` given), or min tr Σ_Z s.t. record and DistP LMIs.
+
+    Cutting planes: the program is solved with the record LMIs of an active set of vertices (first the worst
+    ones under ``base``, or the identity), then every vertex is checked and the most violated ones are added,
+    until none is violated beyond μ* (:func:`_pad` then removes the solver's last tolerance). A relaxation's
+    optimum that meets every constraint is the full program's optimum, so this is exact, with a handful of
+    LMIs instead of one per vertex (thousands for histograms and group-by). ``active``: vertex indices to
+    start from (extended in place with those added: later programs over the same vertices start warm).
+    """
+    m = verts.shape[1]
+    k = ACTIVE_PER_DIM * m
+    if len(verts) <= 2 * k:
+        return _solve_set(base, verts, mu_star, distp, d_star)
+    start = base if base is not None and np.isfinite(_quad_forms(base, verts)).all() else np.eye(m)
+    q = _quad_forms(start, verts)
+    if active is None:
+        active = []
+    active.extend(int(i) for i in np.argsort(-q, kind="stable")[:k] if int(i) not in active)
+    for _ in range(MAX_ROUNDS):
+        cov = _solve_set(base, verts[active], mu_star, distp, d_star)
+        q = _quad_forms(cov, verts)
+        q[active] = -np.inf  # already constrained (within the solver's tolerance)
+        bad = np.flatnonzero(q > mu_star**2)
+        if bad.size == 0:
+            return cov
+        order = bad[np.argsort(-q[bad], kind="stable")][: 2 * k]
+        active.extend(int(i) for i in order)
+    return _solve_set(base, verts, mu_star, distp, d_star)
+
+
+def _solve_set(base: NDArray[np.float64] | None, verts: NDArray[np.float64], mu_star: float,
+               distp: list[tuple[NDArray[np.float64], NDArray[np.float64]]], d_star: float) -> NDArray[np.float64]:
+    """:func:`_solve` with the record LMIs of every vertex of ``verts``."""
     import cvxpy as cp
 
     m = verts.shape[1]
@@ -437,6 +602,7 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     # D*(E, D) is a root found to ~1e-15: aim 1e-9 below it so that δ_μ(E) <= D holds in floating point too
     mu_star = gaussian_max_distance(epsilon, delta) * (1 - 1e-9)
     verts = sens.vertices()
+    warm: list[int] = []  # the active vertices of the cutting planes, shared by the programs below
     options: dict[str, Any] = {}
     notes: dict[str, str] = {}
     for cand in selection.candidates:
@@ -452,7 +618,7 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
                 notes[cand.name] = str(exc)
             continue
         try:
-            total = _pad(_solve(cov, verts, mu_star, [], 0.0), sens, mu_star)
+            total = _pad(_solve(cov, verts, mu_star, [], 0.0, warm), sens, mu_star)
         except DistPrivError as exc:
             notes[cand.name] = str(exc)
             continue
@@ -470,7 +636,7 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
             inp = Inputs(model=model, pairs=tuple(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
                          calibration="exact")
             d_star = gaussian_max_distance(spec.epsilon, spec.delta)
-            joint = _pad(_solve(None, verts, mu_star, _constraints(fit, inp), d_star), sens, mu_star)
+            joint = _pad(_solve(None, verts, mu_star, _constraints(fit, inp), d_star, warm), sens, mu_star)
             from ..mechanisms._common import GAUSSIAN
             from ..mechanisms.base import Mechanism
             from ..noise import NoiseLaw
@@ -516,9 +682,10 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     # noise is the chosen one, and every combination tried is in the claim's ``candidates_trace``
     cands = list(selection.candidates)
     unit = sens.per_statistic() * (prep.standardization.scale if prep.standardization is not None else 1.0)
+    names = list(spec.names) if getattr(prep, "layout", None) is None else prep.layout.coordinate_names()
     claim = RecordClaim(
         epsilon, delta, mu, mu_star, proven, tuple(spec.bounds),
-        {nm: float(v) for nm, v in zip(spec.names, unit, strict=True)},
+        {nm: float(v) for nm, v in zip(names, unit, strict=True)},
         (
             "replace-one neighbours: datasets of the same public n differing in one record",
             "every record's values lie in the declared domain (columns within their public bounds, values outside "
@@ -526,6 +693,7 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
             "that domain, an upper bound where predicates are logically linked",
             "the engine's sum of n values is within n·2⁻⁵³·Σ|v| of the exact sum (recursive summation)",
             "the noise is drawn exactly from the Gaussian law rounded to the grid (post-processing)",
+            *sens.assumptions,
         ),
         "joint semidefinite program" if best_key == "joint" else f"{best.label}: the distribution-private noise plus "
         "the least Gaussian record-DP noise",
@@ -542,7 +710,7 @@ def clamped_notes(table: Any, bounds: Sequence[tuple[str, float, float]], query:
     """
     import narwhals as nw
 
-    used = {str(s.column) for s in query.statistics if s.kind in ("mean", "sum")}
+    used = {str(s.column) for s in query.statistics if s.kind in ("mean", "sum", "sumif")}
     cols = [(c, lo, hi) for c, lo, hi in bounds if c in used]
     if not cols:
         return []

@@ -88,10 +88,10 @@ def mixed_mu(v: NDArray[np.float64], lap: NDArray[np.float64], sigma: NDArray[np
 def _solve_sigma(v: NDArray[np.float64], sens: Any, mu: float) -> NDArray[np.float64]:
     import cvxpy as cp
 
-    c2 = (sens.vertices() @ v) ** 2
+    c2 = np.unique((sens.vertices() @ v) ** 2, axis=0)  # one row per distinct constraint
     m = v.shape[0]
     s = cp.Variable(m, pos=True)
-    cons = [cp.sum(cp.multiply(row, cp.inv_pos(s))) <= mu * mu for row in c2]
+    cons = [c2 @ cp.inv_pos(s) <= mu * mu]  # Σ_i c_i²/s_i <= μ² per vertex, one vectorised constraint
     prob = cp.Problem(cp.Minimize(cp.sum(s)), cons)
     prob.solve(solver=cp.CLARABEL)
     if s.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
