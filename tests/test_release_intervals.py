@@ -254,7 +254,7 @@ def test_interval_level_is_validated_in_the_spec(declared_release) -> None:  # n
     from distpriv.release import protect
 
     d, data, _ = declared_release
-    with pytest.raises(InvalidParameterError, match="--interval-level"):
+    with pytest.raises(InvalidParameterError, match="^interval_level: "):
         protect(data, stats=["mean:age", "count:sex=Female"], protect="income=>50K", pairs=[(0.45, 0.55)],
                 epsilon=1.0, delta=1e-3, model=d / "model.toml", seed=3, interval_level=1.0)
 

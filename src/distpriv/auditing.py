@@ -121,7 +121,7 @@ Scorer = Callable[[Any], NDArray[np.float64]]
 def _check_confidence(confidence: Any, name: str = "confidence") -> float:
     c = check_real(confidence, name)
     if not 0.0 < c < 1.0:
-        raise InvalidParameterError(f"{name}: must be in (0, 1), got {c}")
+        raise InvalidParameterError(f"must be in (0, 1), got {c}", argument=name)
     return c
 
 
@@ -131,7 +131,7 @@ def _counts(successes: ArrayLike, trials: ArrayLike) -> tuple[NDArray[np.float64
     if np.any(~np.isfinite(k)) or np.any(~np.isfinite(n)):
         raise InvalidParameterError("successes, trials: must be finite")
     if np.any(n < 1):
-        raise InvalidParameterError(f"trials: must be >= 1, got {n.min()}")
+        raise InvalidParameterError(f"must be >= 1, got {n.min()}", argument="trials")
     if np.any(k < 0) or np.any(k > n):
         raise InvalidParameterError("successes: must be in [0, trials]")
     return k, n
@@ -206,14 +206,14 @@ def min_evaluation_size(epsilon: float, delta: float, confidence: float, *, test
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
-        raise InvalidTypeError(f"epsilon: expected a real number, got {epsilon!r}") from None
+        raise InvalidTypeError(f"expected a real number, got {epsilon!r}", argument="epsilon") from None
     if math.isnan(eps) or eps < 0:
-        raise InvalidParameterError(f"epsilon: must be >= 0 (or inf), got {eps}")
+        raise InvalidParameterError(f"must be >= 0 (or inf), got {eps}", argument="epsilon")
     if math.isinf(eps):
         eps = 0.0
     d = check_real(delta, "delta")
     if not 0.0 <= d < 1.0:
-        raise InvalidParameterError(f"delta: must be in [0, 1), got {d}")
+        raise InvalidParameterError(f"must be in [0, 1), got {d}", argument="delta")
     alpha = (1.0 - c) / (2 * t)
     # a* = (e^ε + δ)/(1 + e^ε) written as 1 − (1 − δ)/(1 + e^ε) (stable for large ε)
     log_astar = math.log1p(-(1.0 - d) / (1.0 + math.exp(min(eps, 700.0))))
@@ -991,9 +991,9 @@ def audit(
     if n_trials < need:
         target = "exceed the claimed ε" if math.isfinite(claimed.epsilon) else "be positive"
         raise InvalidParameterError(
-            f"trials: {n_trials} per secret is too few for the bound to {target} at δ = {delta:g} and "
+            f"{n_trials} per secret is too few for the bound to {target} at δ = {delta:g} and "
             f"confidence {c:g}; need trials >= {need} (the evaluation part needs >= "
-            f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)"
+            f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)", argument="trials"
         )
     n_train, n_sel, n_eval = _split(n_trials, classifier)
     tick: Callable[[float], None] = progress if progress is not None else (lambda f: None)

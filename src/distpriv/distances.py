@@ -142,9 +142,9 @@ def _check_points(xs: ArrayLike, name: str) -> FloatArray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.shape[0] == 0:
-        raise InvalidParameterError(f"{name}: must contain at least one support point")
+        raise InvalidParameterError("must contain at least one support point", argument=name)
     if arr.shape[1] == 0:
-        raise InvalidParameterError(f"{name}: support points must have dimension m >= 1")
+        raise InvalidParameterError("support points must have dimension m >= 1", argument=name)
     return arr
 
 
@@ -152,7 +152,7 @@ def _check_weights(p: ArrayLike, name: str, n: int, points_name: str) -> FloatAr
     w = check_probability_vector(p, name)
     if w.shape[0] != n:
         raise InvalidParameterError(
-            f"{name}: has {w.shape[0]} weights but {points_name} has {n} support points"
+            f"has {w.shape[0]} weights but {points_name} has {n} support points", argument=name
         )
     return w / w.sum()
 

@@ -62,7 +62,7 @@ class _StrEnum(str, Enum):
             return cls(value)
         except ValueError:
             raise InvalidParameterError(
-                f"{name}: unknown value {value!r}; expected one of {[m.value for m in cls]}"
+                f"unknown value {value!r}; expected one of {[m.value for m in cls]}", argument=name
             ) from None
 
 
@@ -137,7 +137,7 @@ def _check_pairs(pairs: Any) -> tuple[Pair, ...]:
 
 def _strings(values: Any, name: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidTypeError(f"{name}: expected a sequence of strings, got {type(values).__name__}")
+        raise InvalidTypeError(f"expected a sequence of strings, got {type(values).__name__}", argument=name)
     return tuple(str(v) for v in values)
 
 

@@ -80,14 +80,14 @@ def _check_frame(df: Any, name: str = "df") -> pd.DataFrame:
     import pandas as pd
 
     if not isinstance(df, pd.DataFrame):
-        raise InvalidTypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
+        raise InvalidTypeError(f"expected a pandas DataFrame, got {type(df).__name__}", argument=name)
     return df
 
 
 def _check_column(df: pd.DataFrame, column: str, what: str) -> pd.Series:
     if column not in df.columns:
         raise UnknownLabelError(
-            f"{what}: unknown column {column!r}; available columns are {[str(c) for c in df.columns]}"
+            f"unknown column {column!r}; available columns are {[str(c) for c in df.columns]}", argument=what
         )
     return df[column]
 

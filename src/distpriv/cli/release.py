@@ -277,8 +277,9 @@ def register(app: typer.Typer) -> None:
                     write_release(result, folder.path, extra=extra)
                 folder.commit()
         from ..release.public import curator_lines
+        from .arguments import flag_for
 
-        for line in curator_lines(result.curator_notes):  # private facts for the curator alone, never in a file
+        for line in curator_lines(result.curator_notes, flag_for):  # private facts for the curator alone, never in a file
             print(line, file=sys.stderr)
         _warn_public(result)
         if fmt == "json":

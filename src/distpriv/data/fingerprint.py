@@ -141,11 +141,11 @@ def _fingerprint_relation(con: Any, rel: Any, key_hex: str, *, count_first: bool
             for batch in reader:
                 values = np.asarray(batch.column(0).to_numpy(zero_copy_only=False), dtype=np.uint64)
                 if filled + values.size > total:
-                    raise EngineError("data: the table changed while computing fingerprints")
+                    raise EngineError("the table changed while computing fingerprints", argument="data")
                 out[filled : filled + values.size] = values
                 filled += values.size
             if filled != total:
-                raise EngineError("data: the table changed while computing fingerprints")
+                raise EngineError("the table changed while computing fingerprints", argument="data")
     finally:
         con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
     out.sort()

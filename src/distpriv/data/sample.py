@@ -230,7 +230,7 @@ def stratified_sample(
     count = check_int(size, "size", minimum=1)
     s = check_int(seed, "seed", minimum=0)
     if s >= 2**63:
-        raise InvalidParameterError(f"seed: must be < 2**63 (engines take 64-bit signed seeds), got {s}")
+        raise InvalidParameterError(f"must be < 2**63 (engines take 64-bit signed seeds), got {s}", argument="seed")
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     table = open_table(data, **open_options)
     check_names([KEY, _INDEX], table)

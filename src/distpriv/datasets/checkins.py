@@ -209,7 +209,7 @@ def load_foursquare(
     cp, pp = Path(checkins_path), Path(pois_path)
     for p, nm in ((cp, "checkins_path"), (pp, "pois_path")):
         if not p.is_file():
-            raise DataUnavailableError(f"{nm}: file not found: {p}")
+            raise DataUnavailableError(f"file not found: {p}", argument=nm)
     chk = pd.read_csv(
         cp, sep="\t", header=None, names=["user_id", "venue_id", "utc_raw", "tz_offset"],
         encoding="latin-1", dtype={"venue_id": str},

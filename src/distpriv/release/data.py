@@ -148,7 +148,7 @@ def csv_options(spec: Any, what: str) -> dict[str, Any]:
     ``--na-values``, ``--decimal`` and ``--thousands`` apply to every input; ``--population-sep`` and
     ``--population-encoding`` override the first two for the population."""
     sep, encoding = spec.sep, spec.encoding
-    if what == "--population":
+    if what == "population":
         sep = spec.population_sep if spec.population_sep is not None else sep
         encoding = spec.population_encoding if spec.population_encoding is not None else encoding
     return {"sep": sep, "encoding": encoding, "na_values": spec.na_values, "decimal": spec.decimal,
@@ -183,7 +183,7 @@ def open_input(
     predicate : Predicate
         The protected predicate (the two groups of the aggregates).
     what : str
-        The input's name in error messages: ``"data"`` or ``"--population"``.
+        The input's name in error messages: ``"data"`` or ``"population"``.
     missing : {"error", "drop"}
         Refuse missing cells in a used column, or drop their rows.
     sep, encoding, na_values, decimal, thousands
@@ -212,10 +212,10 @@ def open_input(
     where = "the data" if what == "data" else what
     counts = summary.moments.counts
     if counts[0] == 0:
-        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {where}")
+        raise InvalidParameterError(f"predicate {str(predicate)!r} matches no row of {where}", argument="protect")
     if counts[1] == 0:
         raise InvalidParameterError(
-            f"--protect: predicate {str(predicate)!r} matches every row of {where}; the share cannot vary"
+            f"predicate {str(predicate)!r} matches every row of {where}; the share cannot vary", argument="protect"
         )
     return Table(source, summary)
 
@@ -258,8 +258,8 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
         ka, kb = int(round(a * n)), int(round(b * n))
         if ka == kb:
             raise InvalidParameterError(
-                f"--pairs: {a} and {b} are not distinguishable with n = {n} records "
-                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart"
+                f"{a} and {b} are not distinguishable with n = {n} records "
+                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart", argument="pairs"
             )
         counts[a], counts[b] = ka, kb
     return counts
@@ -524,8 +524,8 @@ def model_f_theta(
         for p, k in counts.items():
             if k > pos or n - k > neg:
                 raise InvalidParameterError(
-                    f"--pairs: share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
-                    f"{n}, but the population has {pos} and {neg}"
+                    f"share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
+                    f"{n}, but the population has {pos} and {neg}", argument="pairs"
                 )
     sub = stratified_sample(src.source, query, predicate, subsample, seed=int(g.integers(2**62)), missing=missing,
                             summary=src.summary)

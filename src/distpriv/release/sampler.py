@@ -98,7 +98,7 @@ class SeededBits:
 
     def __init__(self, seed: int) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InvalidParameterError(f"seed: must be a non-negative integer, got {seed!r}")
+            raise InvalidParameterError(f"must be a non-negative integer, got {seed!r}", argument="seed")
         self._rng = random.Random(seed)
 
     def bits(self, k: int) -> int:

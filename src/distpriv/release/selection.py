@@ -532,7 +532,7 @@ def _corrected(
                 notes.append(f"Thm 5.6 not applicable: divergence gap λ = {lam:.3g} leaves no ε for the base mechanism")
             else:
                 notes.append(f"Thm 5.6 not applicable: D^η∞ gap not estimable (fewer than {MIN_BINS} histogram cells per "
-                             "axis with these samples; use more --samples or fewer statistics)")
+                             "axis with these samples; draw more samples per θ or release fewer statistics)")
     valid = [c for c in options if c.guarantee is not None and c.guarantee.epsilon <= eps * (1 + 1e-9)
              and c.guarantee.delta <= delta * (1 + 1e-9)]
     if not valid:
@@ -618,8 +618,8 @@ def select_mechanism(
     elif isinstance(model, EmpiricalModel):
         diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     else:
-        raise InvalidTypeError("model: testing the assumptions needs an EmpiricalModel (samples of F); "
-                               "pass diagnostics= for a declared GaussianModel")
+        raise InvalidTypeError("testing the assumptions needs an EmpiricalModel (samples of F); "
+                               "pass diagnostics= for a declared GaussianModel", argument="model")
     names = tuple(nm for nm in CANDIDATES if CANDIDATE_INFO[nm].automatic) if mechanism == "auto" else (mechanism,)
     lazy = ("wasserstein",) if mechanism == "auto" and not diag.wasserstein_computed else ()
     if mechanism == "auto" and "none" in names and not (
@@ -634,8 +634,8 @@ def select_mechanism(
             return Selection(first, [first, *rest], diag)
     done = {
         nm: Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at "
-                      f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with "
-                      "--mechanism to try", model.dim)
+                      f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it as "
+                      "the mechanism to try", model.dim)
         if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
         evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                            sensitivities=sensitivities, n=n)
@@ -655,9 +655,9 @@ def select_mechanism(
     kept = [c for c in cands if c.kept]
     if not kept:
         if mechanism != "auto":
-            raise AssumptionError(f"--mechanism {mechanism}: {cands[0].reason}")
-        raise AssumptionError("--mechanism auto: no mechanism has a valid guarantee: "
-                              + "; ".join(f"{c.label}: {c.reason}" for c in cands))
+            raise AssumptionError(f"{mechanism}: {cands[0].reason}", argument="mechanism")
+        raise AssumptionError("auto: no mechanism has a valid guarantee: "
+                              + "; ".join(f"{c.label}: {c.reason}" for c in cands), argument="mechanism")
     order = {nm: i for i, nm in enumerate(CANDIDATES)}
     chosen = min(kept, key=lambda c: (round(c.expected_l2_error, 12), len(REQUIREMENTS[c.name]), order[c.name]))
     return Selection(chosen, cands, diag)

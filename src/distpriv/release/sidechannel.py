@@ -633,7 +633,7 @@ def public_stderr(text: str) -> str:
 def check_runs(runs: Any) -> int:
     """``--side-channel-runs``: an integer >= 1, else a one-line error naming the option."""
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
-        raise InvalidParameterError(f"--side-channel-runs: must be an integer >= 1, got {runs!r}")
+        raise InvalidParameterError(f"must be an integer >= 1, got {runs!r}", argument="side_channel_runs")
     return int(runs)
 
 
