@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import pytest
-from test_input_files import KNOWN, PROTECT, ROWS, _write
 
 from distpriv.cli.arguments import render_error
 from distpriv.errors import InvalidParameterError
 from distpriv.release import protect
 from distpriv.release.run import check_run, run_release
 from distpriv.release.spec import ReleaseSpec
+from test_input_files import KNOWN, PROTECT, ROWS, _write
 
 
 def _spec(tmp_path, **kw):  # noqa: ANN001, ANN202
