@@ -50,21 +50,6 @@ from ._validation import (
 )
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "AttackData",
-    "AttackResult",
-    "FreshSplits",
-    "MetaClassifierAttack",
-    "Sampler",
-    "adaptive_attack",
-    "gaussian_lr_accuracy",
-    "gaussian_sampler",
-    "likelihood_ratio_attack",
-    "mahalanobis_distance",
-    "meta_classifier_attack",
-    "sample_attack_data",
-]
-
 Sampler = Callable[[float, int, np.random.Generator], NDArray[np.float64]]
 """``sampler(p, size, rng) -> (size, m)`` query values of datasets with property value ``p``."""
 

@@ -85,19 +85,6 @@ from .errors import AssumptionError, InvalidParameterError, InvalidTypeError, Un
 from .guarantees import Framework, Guarantee
 from .models import EmpiricalModel, GaussianModel
 
-__all__ = [
-    "AuditReport",
-    "AuditTest",
-    "audit",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_from_counts",
-    "epsilon_from_rates",
-    "min_evaluation_size",
-    "minimum_trials",
-    "plot_audit",
-]
-
 #: Share of each secret's releases used to choose thresholds (exact scorers).
 SELECTION_FRACTION = 0.2
 #: Shares (training, selection) of each secret's releases when a classifier scores them.

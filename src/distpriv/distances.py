@@ -84,21 +84,6 @@ from ._validation import (
 )
 from .errors import InvalidParameterError
 
-__all__ = [
-    "DEFAULT_TOL",
-    "MAX_PAIRS",
-    "closeness_radius",
-    "closeness_radius_from_cost",
-    "closeness_radius_samples",
-    "cost_matrix",
-    "w_infinity",
-    "w_infinity_from_cost",
-    "w_infinity_samples",
-    "wasserstein",
-    "wasserstein_from_cost",
-    "wasserstein_samples",
-]
-
 #: Mass tolerance: a flow of value >= 1 − δ − DEFAULT_TOL counts as moving 1 − δ.
 DEFAULT_TOL = 1e-10
 

@@ -34,8 +34,6 @@ from typing import Any
 from .divergences import F_DIVERGENCES
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["DIVERGENCES", "Calibration", "Framework", "Guarantee", "Pair", "compose"]
-
 Pair = tuple[Hashable, Hashable]
 
 #: Names accepted by :attr:`Guarantee.divergence` (those of :mod:`distpriv.divergences`).

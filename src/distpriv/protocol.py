@@ -29,8 +29,6 @@ from numpy.typing import NDArray
 from ._validation import RngLike
 from .guarantees import Guarantee
 
-__all__ = ["CalibratedMechanism", "PrivacyMechanism"]
-
 
 @runtime_checkable
 class PrivacyMechanism(Protocol):

@@ -36,20 +36,6 @@ from .errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 if TYPE_CHECKING:  # pandas is imported where frames are handled (it costs ~0.4 s to import)
     import pandas as pd
 
-__all__ = [
-    "ADULT_QUERY",
-    "KINDS",
-    "OPERATORS",
-    "Condition",
-    "Predicate",
-    "Query",
-    "Statistic",
-    "as_predicate",
-    "as_query",
-    "quote_name",
-    "split_outside_backticks",
-]
-
 #: Comparison operators, longest first (so ``>=`` wins over ``>`` and ``=``).
 OPERATORS: tuple[str, ...] = ("==", "!=", ">=", "<=", "=", ">", "<")
 _ORDERING = (">", ">=", "<", "<=")

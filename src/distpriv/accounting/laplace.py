@@ -503,15 +503,3 @@ def coupling_delta_bound(mean: ArrayLike, cov: ArrayLike, scales: ArrayLike, eps
     return min(1.0, bound)
 
 
-__all__ = [
-    "CouplingShift",
-    "GaussLaplaceCoord",
-    "complete_basis",
-    "conditional_shift",
-    "coupling_shift",
-    "gl_delta_bracket",
-    "gl_dlogpdf",
-    "gl_logpdf",
-    "gl_pure_epsilon",
-    "coupling_delta_bound",
-]

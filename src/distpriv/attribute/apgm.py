@@ -294,11 +294,3 @@ def _classic_proven(per_attr: Mapping[str, Mapping[str, Any]], sigma2: float, ep
     return delta
 
 
-__all__ = [
-    "AttributeGaussianMechanism",
-    "apgm",
-    "apgm_accuracy",
-    "apgm_noise_variance",
-    "gaussian_pair_delta",
-    "moments_from_samples",
-]

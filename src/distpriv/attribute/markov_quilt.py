@@ -359,14 +359,3 @@ def apmqm(
     return QuiltMechanism("apmqm", "APMQM", dim, "none", g, details=details, scale=b, choices=chosen)
 
 
-__all__ = [
-    "ColumnSensitivity",
-    "MarkovQuilt",
-    "QuiltChoice",
-    "QuiltMechanism",
-    "apmqm",
-    "d_connected",
-    "enumerate_quilts",
-    "is_markov_quilt",
-    "quilt_for",
-]

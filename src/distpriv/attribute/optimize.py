@@ -117,4 +117,3 @@ def box_extremum(
     return Extremum(value=sign * best_val, argument=arg, attained=attained)
 
 
-__all__ = ["Extremum", "box_extremum"]

@@ -335,4 +335,3 @@ class GaussianRecordModel:
         return _make(k, sigma2 * np.eye(k), _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
 
 
-__all__ = ["ClassConditionalColumn", "GaussianRecordModel"]

@@ -7,8 +7,6 @@ from typing import Any
 
 import typer
 
-__all__ = ["demo", "register"]
-
 
 def demo(
     out: Path = typer.Option(Path("demo-report"), "--out", help="Directory for the report and figures."),

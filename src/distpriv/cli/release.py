@@ -19,8 +19,6 @@ import typer
 
 from ..errors import InvalidParameterError, arg
 
-__all__ = ["AUDIT_SCOPE", "audit", "register"]
-
 AUDIT_SCOPE = (
     "This audit tests the noise of the mechanism a release would use against a model of f_θ — the model it was "
     "calibrated on, or the auditor's own (--audit-model): for every pair of Ψ it releases many query values drawn "

@@ -40,17 +40,6 @@ from ..queries import Predicate, Query, as_predicate, as_query
 from .expressions import check_names, contribution_expr, missing_expr, predicate_expr, used_columns
 from .sources import Table, engine_errors, list_preview, open_table
 
-__all__ = [
-    "KAPPA_MAX",
-    "MISSING_POLICIES",
-    "Prepared",
-    "TableSummary",
-    "count_rows",
-    "missing_counts",
-    "prepare",
-    "summarize",
-]
-
 #: Largest tolerated ratio (Σv²/N)/S before the centred second pass (≈ 3 of 16 digits lost at most).
 KAPPA_MAX = 1e3
 #: Missing-value policies: refuse the table, or drop rows with a missing used cell.

@@ -28,15 +28,6 @@ from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError,
 from ..queries import Condition, Predicate, Query, Statistic
 from .sources import Table, list_preview
 
-__all__ = [
-    "column_kind",
-    "condition_expr",
-    "contribution_expr",
-    "missing_expr",
-    "predicate_expr",
-    "used_columns",
-]
-
 _ORDERING = (">", ">=", "<", "<=")
 _TRUE = ("true", "1", "yes", "y", "t")
 _FALSE = ("false", "0", "no", "n", "f")

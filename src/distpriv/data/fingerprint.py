@@ -42,9 +42,6 @@ from numpy.typing import NDArray
 from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from .sources import Table, engine_errors, open_table, quote_ident
 
-__all__ = ["CELL_SCHEME", "FINGERPRINT_SCHEME", "canonical_sql", "cell_fingerprints", "new_fingerprint_key",
-           "normalise_name", "normalised_row_hashes", "row_fingerprints"]
-
 #: Identifier of the fingerprint scheme (stored next to fingerprints so that schemes never mix).
 FINGERPRINT_SCHEME = "distpriv-row-md5-64/v1"
 

@@ -43,8 +43,6 @@ from .sources import Table, _format, engine_errors, open_table, quote_ident
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["KEY", "Subsample", "stratified_sample"]
-
 #: Name of the random key column added inside the engine.
 KEY = "__dp_u"
 _INDEX = "__dp_i"

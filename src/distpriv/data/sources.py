@@ -37,19 +37,6 @@ from ..errors import (
     arg,
 )
 
-__all__ = [
-    "BACKENDS",
-    "NA_VALUES",
-    "SUFFIXES_CSV",
-    "SUFFIXES_PARQUET",
-    "SUPPORTED_INPUTS",
-    "Table",
-    "engine_errors",
-    "is_csv_input",
-    "list_preview",
-    "open_table",
-]
-
 SUFFIXES_CSV = (".csv", ".txt", ".tsv")
 SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
 _COMPRESSED = (".gz", ".zst")

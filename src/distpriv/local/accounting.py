@@ -36,16 +36,6 @@ from ..guarantees import Calibration, Guarantee
 from .mechanism import LocalMechanism
 from .tupling import Tupling
 
-__all__ = [
-    "distp_delta",
-    "distp_divergence",
-    "distp_epsilon",
-    "distp_epsilon_pairs",
-    "distp_guarantee",
-    "dp_epsilon",
-    "xdistp_epsilon",
-]
-
 
 def _check_mech(mech: object) -> None:
     if not isinstance(mech, (LocalMechanism, Tupling)):

@@ -36,13 +36,6 @@ from ..guarantees import Calibration, Framework, Guarantee
 from .coupling_accounting import WorstCase, worst_case
 from .mechanism import Mechanism, check_distribution
 
-__all__ = [
-    "CouplingMechanism",
-    "coupling_theorem3",
-    "north_west_corner",
-    "optimal_coupling",
-]
-
 
 def _prob(v: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = np.asarray(v, dtype=float)

@@ -41,8 +41,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-__all__ = ["EXACT_LIMIT", "IidSum"]
-
 #: Enumerate every multiset of the n draws when there are at most this many.
 EXACT_LIMIT = 50_000
 #: Largest number of enumerated rare-count vectors in the split mode.

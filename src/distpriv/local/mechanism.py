@@ -36,16 +36,6 @@ from .._validation import (
 )
 from ..errors import InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "LocalMechanism",
-    "Mechanism",
-    "check_distribution",
-    "check_stochastic_matrix",
-    "point_distribution",
-    "sequential_independent",
-    "sequential_shared",
-]
-
 _ROW_ATOL = 1e-8
 
 

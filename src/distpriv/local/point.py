@@ -27,16 +27,6 @@ from .._validation import check_array, check_epsilon, check_int, check_positive
 from ..errors import InvalidParameterError
 from .mechanism import Mechanism
 
-__all__ = [
-    "check_cost",
-    "euclidean_cost",
-    "exponential_mechanism",
-    "planar_gaussian",
-    "planar_laplace",
-    "randomized_response",
-    "restricted_laplace",
-]
-
 
 def check_cost(cost: ArrayLike, name: str = "cost") -> NDArray[np.float64]:
     """A non-empty 2-D array of finite, non-negative distances ``d(x, y)``."""

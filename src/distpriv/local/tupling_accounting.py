@@ -64,8 +64,6 @@ from .mechanism import check_distribution
 if TYPE_CHECKING:
     from .tupling import Tupling
 
-__all__ = ["EpsilonResult", "Theorem3Bound", "TuplingAccountant"]
-
 _EPS_MACHINE = float(np.finfo(float).eps)
 #: Finest bulk grid of the KL bounds with non-uniform dummies.
 KL_MAX_BINS = 1 << 14

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import check_array, check_delta, check_epsilon
 from ..calibration import check_calibration, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..models import EmpiricalModel, GaussianModel, Pair, QueryModel, normalize_pairs, pair_stats
+from ..models import EmpiricalModel, GaussianModel, Pair, QueryModel, normalize_pairs
 
 TRANSLATION = "f_θi is a translation of f_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.1)"
 GAUSSIAN = "f_θ = N(μ_θ, Σ_θ) for every θ in Ψ (Chen & Ohrimenko Sec. 5.3)"
@@ -121,17 +121,3 @@ def labels_in(pairs: Sequence[Pair]) -> list[Hashable]:
     return out
 
 
-__all__ = [
-    "EQUAL_COV",
-    "GAUSSIAN",
-    "MODEL_IS_TRUTH",
-    "TRANSLATION",
-    "Inputs",
-    "as_gaussian",
-    "covariance_gap",
-    "d_max",
-    "direction_basis",
-    "labels_in",
-    "pair_stats",
-    "validate_inputs",
-]

@@ -179,4 +179,3 @@ def _set_noise(mech: Mechanism, noise: NoiseLaw) -> None:
                 mech.details[key] = None  # see noise_covariance
 
 
-__all__ = ["EMPIRICAL_NAMES", "MIXTURE_PROFILE", "SAMPLES_LAW", "SAMPLES_TRUTH", "account_empirical", "applies"]

@@ -243,5 +243,3 @@ def noiseless_profile(inp: Inputs) -> Profile:
     return proven_delta(g, inp.pairs, NoiseLaw.none(g.dim), inp.epsilon, rtol=1e-3)
 
 
-__all__ = ["EXACT_PROFILE", "GAUSSIAN_FIT", "NOT_EVALUATED", "account", "account_gaussian", "account_laplace",
-           "noise_only", "noiseless_profile"]

@@ -10,8 +10,6 @@ from ..errors import InvalidParameterError
 from .core import ReleaseResult
 from .spec import ReleaseSpec
 
-__all__ = ["protect"]
-
 _OPTIONS = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
             "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding",
             "interval_level")

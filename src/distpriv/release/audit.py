@@ -43,20 +43,6 @@ from ..errors import DistPrivError, InvalidParameterError, arg
 from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism
 
-__all__ = [
-    "DEFAULT_TRIALS",
-    "EXIT_REFUTED",
-    "ReleaseAudit",
-    "audit_local",
-    "audit_release",
-    "auditable_mechanism",
-    "check_audit_options",
-    "load_audit_model",
-    "local_inputs",
-    "local_mechanism",
-    "pair_summary",
-]
-
 #: Releases per secret of a CLI audit unless ``--trials`` says otherwise.
 DEFAULT_TRIALS = 20_000
 #: Exit code of ``distpriv audit`` / ``audit-local`` when a claim is refuted (1: the side-channel check failed).

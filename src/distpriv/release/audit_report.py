@@ -28,16 +28,6 @@ from ..experiments._common import markdown_table
 from ..report import Figure, Section
 from .audit import ReleaseAudit, fmt_eps
 
-__all__ = [
-    "audit_figures",
-    "audit_progress",
-    "audit_sections",
-    "local_audit_sections",
-    "method_text",
-    "pair_rows",
-    "side_channel_text",
-]
-
 _COLUMNS = ["pair", "ε lower bound", "claimed ε", "δ", "exact ε", "refuted", "trials", "scorer"]
 
 

@@ -47,8 +47,6 @@ from ..errors import AssumptionError, InvalidParameterError, arg
 from ..guarantees import INDEPENDENCE_DECLARED, Guarantee, compose
 from .ledger import ChainEntry, Ledger
 
-__all__ = ["Composition", "check_compatible", "compose_releases", "decide_propositions", "merged_chain"]
-
 A4 = "F(Data) is constant given θ, so each θ fixes what the mechanisms see (Chen & Ohrimenko Prop. A.4)"
 A5 = ("the released datasets were sampled independently (asserted by the curator with --independent; no rows are "
       "shared; Chen & Ohrimenko Prop. A.5); the composed guarantee is for Ψ ⋄ Ψ (pairs of product distributions)")

@@ -59,8 +59,6 @@ from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
 from .standardize import Standardization, StandardizedPlan, standardization, standardize_modelling
 
-__all__ = ["FRAMEWORK", "Prepared", "ReleaseResult", "prepare", "release", "select"]
-
 #: The framework of every release made here (Chen & Ohrimenko Definition 3.2).
 FRAMEWORK = "distribution-privacy"
 

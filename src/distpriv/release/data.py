@@ -58,23 +58,6 @@ from ..moments import GroupMoments
 from ..queries import Predicate, Query, Statistic
 from .resample import resample_counts
 
-__all__ = [
-    "SUBSAMPLE_ROWS",
-    "MomentSampler",
-    "Modelling",
-    "Table",
-    "bootstrap_sampler",
-    "build_query",
-    "csv_options",
-    "declared_modelling",
-    "file_sha256",
-    "gaussian_sampler",
-    "input_sha256",
-    "model_f_theta",
-    "open_input",
-    "public_seed",
-]
-
 
 @dataclass(frozen=True, eq=False)
 class Table:

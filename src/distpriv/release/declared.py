@@ -47,14 +47,13 @@ import numpy as np
 from ..errors import DataUnavailableError, InvalidParameterError, arg
 from ..models import GaussianModel
 from ..queries import Statistic
-from .selection import Diagnostics, TestResult
+from .assumptions import TestResult
+from .selection import Diagnostics
 
 if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
     import tomllib
 else:  # pragma: no cover - version dependent
     import tomli as tomllib
-
-__all__ = ["DeclaredModel", "declared_diagnostics", "load_model_file"]
 
 _TOL = 1e-9
 

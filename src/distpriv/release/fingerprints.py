@@ -47,16 +47,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import FINGERPRINT_SCHEME
 from ..data import row_fingerprints as _engine_fingerprints
-from ..data.fingerprint import CELL_SCHEME, cell_fingerprints, normalise_name, normalised_row_hashes
+from ..data.fingerprint import cell_fingerprints, normalise_name, normalised_row_hashes
 from ..errors import InvalidParameterError, arg
-
-__all__ = [
-    "CELL_SCHEME", "FALSE_ALARM", "FINGERPRINT_SCHEME", "KEY_LENGTH", "RATE_THRESHOLD", "Overlap", "chance_allowance",
-    "collision_rate", "compare_rows", "count_shared", "new_key", "row_fingerprints", "row_sums", "table_cells",
-    "table_fingerprints",
-]
 
 #: Length of a fingerprint key (16 characters of a 64-symbol alphabet: 96 bits).
 KEY_LENGTH = 16

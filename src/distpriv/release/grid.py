@@ -30,8 +30,6 @@ import numpy as np
 
 from ..errors import DistPrivError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["MAX_POINTS", "GridSpec", "chained_delta", "gap_profiles", "grid", "grid_of", "parse_range"]
-
 #: Most points a grid may have (each θ is a modelled distribution f_θ).
 MAX_POINTS = 101
 #: Relative tolerance for "G divides HI − LO" and for recognising a grid in a list of pairs.

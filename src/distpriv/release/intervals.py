@@ -52,21 +52,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
 
-__all__ = [
-    "DEFAULT_LEVEL",
-    "Interval",
-    "MarginalLaw",
-    "check_level",
-    "display",
-    "exact_combinations",
-    "joint_region",
-    "marginal_laws",
-    "noise_cdf",
-    "noise_quantile",
-    "rounding_bounds",
-    "statistic_intervals",
-]
-
 #: Default (1 − α) of ``--interval-level``.
 DEFAULT_LEVEL = 0.95
 #: Laplace scales closer than this relative gap are moved apart (upwards) before the partial fractions.

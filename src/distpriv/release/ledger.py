@@ -49,21 +49,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..data.fingerprint import CELL_SCHEME
 from ..errors import InvalidParameterError, arg
-from .fingerprints import CELL_SCHEME, KEY_LENGTH, row_sums
-
-__all__ = [
-    "FORMAT",
-    "NOTICE",
-    "VERSION",
-    "ChainEntry",
-    "Ledger",
-    "ledger_key",
-    "ledger_key_path",
-    "new_release_id",
-    "read_ledger",
-    "write_ledger",
-]
+from .fingerprints import KEY_LENGTH, row_sums
 
 FORMAT = "distpriv-ledger"
 VERSION = 2

@@ -36,8 +36,6 @@ from types import TracebackType
 
 from ..errors import InvalidParameterError, arg
 
-__all__ = ["OutputFolder", "check_out"]
-
 _RENAME_EXCHANGE = 2
 
 

@@ -32,9 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data import Modelling
     from .selection import Selection
 
-__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "coverage_warnings", "curator_lines",
-           "provenance", "public_context", "public_payload", "public_spec"]
-
 #: What may differ between the public outputs of two releases whose datasets differ only in the secret (with
 #: ``--population`` or ``--model``): these payload fields and their renderings in report.md / report.html.
 #: Everything else published (files, names, sizes, stdout, public stderr, exit code) must be identical; the

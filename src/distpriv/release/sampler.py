@@ -47,17 +47,6 @@ from scipy import special
 
 from ..errors import InvalidParameterError
 
-__all__ = [
-    "BitSource",
-    "Law",
-    "OSBits",
-    "SeededBits",
-    "bit_source",
-    "cdf_floor",
-    "sample_rounded",
-    "sample_rounded_many",
-]
-
 Law = Literal["gaussian", "laplace", "none"]
 
 #: Bits of U drawn at first, and per refinement.

@@ -73,27 +73,8 @@ from .assumptions import (
     ALPHA,
     MIN_BINS,
     Diagnostics,
-    TestResult,
-    box_m_test,
     diagnose_assumptions,
-    eta_for,
-    histogram_bins,
 )
-
-__all__ = [
-    "ALPHA",
-    "REQUIREMENTS",
-    "Candidate",
-    "Diagnostics",
-    "Selection",
-    "TestResult",
-    "box_m_test",
-    "diagnose_assumptions",
-    "eta_for",
-    "evaluate_candidate",
-    "histogram_bins",
-    "select_mechanism",
-]
 
 #: Which assumptions each candidate relies on ("none" = Thm 5.4, release without noise). The Gaussian-model
 #: candidates need Gaussianity only: their δ is computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of

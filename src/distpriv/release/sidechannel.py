@@ -90,25 +90,6 @@ if TYPE_CHECKING:
 
     from .core import Prepared
 
-__all__ = [
-    "DEFAULT_RUNS",
-    "MIN_TIMING_RUNS",
-    "TIMING_THRESHOLD",
-    "PublicRun",
-    "SideChannelResult",
-    "check_runs",
-    "compare_runs",
-    "declared_table",
-    "json_differences",
-    "off_grid",
-    "public_stderr",
-    "release_command",
-    "side_channel_check",
-    "spec_release_args",
-    "synthetic_tables",
-    "timing_difference",
-]
-
 #: Releases of each synthetic table (``--side-channel-runs``): the first pair is diffed, all are timed.
 DEFAULT_RUNS = 5
 #: Fewer runs of each table than this: run time is not compared.

@@ -50,8 +50,6 @@ if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
 else:  # pragma: no cover - version dependent
     import tomli as tomllib
 
-__all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_around"]
-
 #: Keys accepted in a TOML spec file.
 SPEC_KEYS: tuple[str, ...] = (
     "data", "stats", "protect", "pairs", "around", "gap", "range", "epsilon", "delta", "mechanism",
