@@ -53,9 +53,9 @@ from ..accounting.topup import SLACK, topup_gaussian
 from ..calibration import check_calibration, classic_c, gaussian_delta, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
-from ..mechanisms._common import Inputs
+from ..mechanisms._common import Inputs, mahalanobis
 from ..mechanisms.base import Mechanism
-from ..mechanisms.gaussian_uncertainty import eigm, mahalanobis
+from ..mechanisms.gaussian_uncertainty import eigm
 from .pufferfish import PufferfishFramework, SecretPair, to_distribution_privacy
 
 THEOREM = "Zhang, Ohrimenko & Cummings Alg 1, Thm 1 (accuracy Thm 2)"

@@ -26,7 +26,7 @@ def demo(
     if fmt == "md":
         print_examples(ex, fig1)
     if not examples_only:
-        from ..workflow import adult_workflow, print_workflow
+        from ..experiments.workflow import adult_workflow, print_workflow
 
         outdir = prepare_out(out)
         wf = adult_workflow(seed=seed, reps=reps, out=outdir, progress_bar=fmt == "md")
