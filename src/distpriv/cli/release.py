@@ -204,15 +204,6 @@ def _release_args(o: SpecOptions) -> list[str]:
     return args
 
 
-def audit(prep: Any, selection: Any, *, trials: int = 20_000, confidence: float = 0.95, audit_model: Any = None,
-          model_source: str | None = None, progress: Any = None) -> Any:
-    """Audit the selected mechanism of a prepared release with dp.audit, every pair of Ψ (no values are released)."""
-    from ..release.audit import audit_release
-
-    return audit_release(prep, selection, trials=trials, confidence=confidence, audit_model=audit_model,
-                         model_source=model_source, progress=progress)
-
-
 def register(app: typer.Typer) -> None:
     """Add the top-level ``release``, ``audit`` and ``audit-local`` commands to the ``distpriv`` app."""
 
@@ -289,7 +280,12 @@ def register(app: typer.Typer) -> None:
         failed; 2: bad input.
         """
         from ..formatting import check_format, dumps
-        from ..release.audit import EXIT_REFUTED, check_audit_options, load_audit_model
+        from ..release.audit import (
+            EXIT_REFUTED,
+            audit_release,
+            check_audit_options,
+            load_audit_model,
+        )
         from ..release.audit_report import audit_figures, audit_progress, audit_sections
         from ..release.core import prepare, select
         from ..release.noise import plan_noise
@@ -316,7 +312,7 @@ def register(app: typer.Typer) -> None:
                 stages.step("choosing the mechanism")
                 sel = select(prep)
             with audit_progress("auditing") as tick:
-                res = audit(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
+                res = audit_release(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
                             progress=tick)
             with audit_progress("side-channel check") as tick:
                 side = side_channel_check(prep, release_args, runs=runs, progress=tick)

@@ -461,7 +461,7 @@ class MomentSampler:
 SUBSAMPLE_ROWS = 4000
 
 
-def gaussian_sampler(model: GaussianModel) -> Any:
+def declared_sampler(model: GaussianModel) -> Any:
     """``sampler(p, size, rng)`` drawing F from the declared N(μ_p, Σ_p)."""
     by_value = {float(cast(float, lab)): lab for lab in model.labels}
 
@@ -535,4 +535,4 @@ def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelli
     """:class:`Modelling` of a declared model file (no sampling: f_θ is given)."""
     note = (f"f_θ declared in the model file {path.name} (SHA-256 {sha256[:16]}…): N(μ_θ, Σ_θ) for θ in "
             f"{[float(cast(float, v)) for v in model.labels]}; the guarantee is for the declared values.")
-    return Modelling("model", None, None, gaussian_sampler(model), model, note, sha256)
+    return Modelling("model", None, None, declared_sampler(model), model, note, sha256)

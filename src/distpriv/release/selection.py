@@ -64,8 +64,7 @@ from ..errors import (
     InvalidTypeError,
 )
 from ..guarantees import Guarantee
-from ..mechanisms import Mechanism, calibrate
-from ..mechanisms import check_noiseless as _check_noiseless
+from ..mechanisms import Mechanism, calibrate, check_noiseless
 from ..mechanisms._common import covariance_gap
 from ..mechanisms.metadata import CANDIDATES as CANDIDATE_INFO
 from ..models import EmpiricalModel, GaussianModel
@@ -197,14 +196,14 @@ def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, cali
         return calibrate(name, model, pairs, epsilon=eps, delta=d, calibration=calibration, **opts)
 
 
-def check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
+def quiet_check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
     """Theorem 5.4's test through the exact profile (:func:`distpriv.mechanisms.check_noiseless`).
 
     ``ok`` already requires the proven δ(ε) of releasing F unchanged to meet δ (under either
     calibration), so the classic rule at ε >= 1 never passes on the strength of ε/c alone.
     """
     with classic_warnings_suppressed():
-        return _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
+        return check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
 
 
 def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
@@ -411,7 +410,7 @@ def evaluate_candidate(
     try:
         if not failed:
             if name == "none":
-                chk = check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
+                chk = quiet_check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
                 if not chk.ok or chk.guarantee is None:
                     why = (f"the exact profile of the noiseless release gives δ = {chk.proven_delta:.3g} > {delta:g}"
                            if chk.proven_delta > delta else
@@ -486,7 +485,7 @@ def _corrected(
             if d_b > 0:
                 try:
                     if name == "none":
-                        chk = check_noiseless(diag.pooled_model, pairs, epsilon=e_b, delta=d_b, calibration=calibration)
+                        chk = quiet_check_noiseless(diag.pooled_model, pairs, epsilon=e_b, delta=d_b, calibration=calibration)
                         if chk.ok and chk.guarantee is not None:
                             g = relaxed.apply_theorem_5_6(replace(chk.guarantee, epsilon=e_b, delta=d_b), eta, lam)
                             g = g.with_assumptions(*passed)
@@ -531,14 +530,14 @@ def _noiseless_5_7(
 
     def ok(lam: float) -> bool:
         try:
-            return check_noiseless(model, pairs, epsilon=eps - 2 * lam, delta=math.exp(-lam) * delta,
+            return quiet_check_noiseless(model, pairs, epsilon=eps - 2 * lam, delta=math.exp(-lam) * delta,
                                    calibration=calibration).ok
         except DistPrivError:
             return False
 
     lo, hi = 0.0, min(eps / 2 * (1 - 1e-9), max(math.log(delta) + 700.0, 2e-9 * eps))  # e^{−λ}δ stays > 0
     if not ok(1e-9 * eps):
-        chk = check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
+        chk = quiet_check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
         raise InvalidParameterError(
             f"Thm 5.4 fails for N(μ̂_θ, Σ̄): the exact profile gives δ = {chk.proven_delta:.3g} > {delta:g} "
             f"(max Mahalanobis distance {chk.max_mahalanobis:.3g}, D_max = {chk.d_max:.3g})"
@@ -550,7 +549,7 @@ def _noiseless_5_7(
         for _ in range(60):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    chk = check_noiseless(model, pairs, epsilon=eps - 2 * lo, delta=math.exp(-lo) * delta, calibration=calibration)
+    chk = quiet_check_noiseless(model, pairs, epsilon=eps - 2 * lo, delta=math.exp(-lo) * delta, calibration=calibration)
     assert chk.guarantee is not None
     t = relaxed.theorem_5_7(eps - 2 * lo, math.exp(-lo) * delta, w, lo, dim)
     return chk.guarantee, lo, t.extra_laplace_scale, t.epsilon, t.delta
