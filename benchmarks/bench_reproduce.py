@@ -7,7 +7,7 @@ Usage::
     PYTHONPATH=src python benchmarks/bench_reproduce.py --all      # + Figures 2-5
     python benchmarks/bench_reproduce.py --readme [README.md]      # = make reproduce-readme
 
-``--readme`` runs each command of :data:`distpriv.experiments.summary.COMMANDS`
+``--readme`` runs each command of ``tools/reproduce_summary.py``'s ``COMMANDS``
 in a fresh process (``python -m distpriv.cli ... --format json``), records its
 wall-clock and CPU seconds and the machine (cores, CPU model, load average
 before and after), computes the deviations from the papers' printed values
@@ -106,7 +106,8 @@ def run_command(args: tuple[str, ...], scratch: Path) -> tuple[Any, dict[str, fl
 
 def readme(path: Path) -> None:
     """Run every reproduce command, then rewrite the README section between the markers."""
-    from distpriv.experiments import summary
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # dev tooling, outside the package
+    import reproduce_summary as summary
 
     text = path.read_text(encoding="utf-8")
     summary.replace_section(text, summary.BEGIN + "\n" + summary.END)  # fail early without markers

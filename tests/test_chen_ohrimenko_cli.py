@@ -11,6 +11,7 @@ import json
 import pytest
 
 from distpriv.cli import chen_ohrimenko as cli_co
+from distpriv.cli.arguments import render_error
 from distpriv.errors import DistPrivError
 
 
@@ -61,4 +62,4 @@ def test_cli_bad_input(runner_app, args, match):
     res = runner.invoke(app, ["reproduce", "chen-ohrimenko", *args])
     assert res.exit_code != 0
     assert isinstance(res.exception, DistPrivError)
-    assert match in str(res.exception)
+    assert match in render_error(res.exception)  # what the CLI prints: flags, not Python names

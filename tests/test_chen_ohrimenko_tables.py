@@ -140,5 +140,5 @@ def test_function_bad_input():
         co.table3(reps=1)
     with pytest.raises(InvalidParameterError, match="calibration"):
         co.table4(calibration="tight")
-    with pytest.raises(InvalidParameterError, match="--table"):
+    with pytest.raises(InvalidParameterError, match="^table: "):
         co.run(tables=(5,))

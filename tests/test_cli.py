@@ -30,7 +30,7 @@ def test_help_imports_no_heavy_module(argv: tuple[str, ...]) -> None:
 
 
 def test_library_modules_do_not_import_the_cli() -> None:
-    code = ("import sys, distpriv.release, distpriv.demo, distpriv.workflow, distpriv.experiments.chen_ohrimenko, "
+    code = ("import sys, distpriv.release, distpriv.demo, distpriv.experiments.workflow, distpriv.experiments.chen_ohrimenko, "
             "distpriv.experiments.zhang_attribute, distpriv.experiments.kawamoto_tupling, "
             "distpriv.experiments.kawamoto_coupling; "
             "print(sorted(m for m in sys.modules if m == 'typer' or m.startswith(('typer.', 'distpriv.cli'))))")

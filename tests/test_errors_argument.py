@@ -19,3 +19,37 @@ def test_default_flag_spelling_and_plain_errors() -> None:
     plain = DistPrivError("something   failed\nbadly")
     assert plain.argument is None
     assert render_error(plain) == "something failed badly"
+
+
+def test_references_to_other_arguments_spelled_per_audience() -> None:
+    """``{arg:name}`` in a message: ``name=`` in Python, the flag on the command line (FLAGS applies)."""
+    from distpriv.errors import arg, render_references
+
+    exc = InvalidParameterError(f"drop: 4 rows were dropped; declare it public with {arg('n')} or use "
+                                f"{arg('model_from_data')}; one per {arg('stats')}", argument="missing")
+    assert exc.related == ("n", "model_from_data", "stats")
+    assert str(exc) == ("missing: drop: 4 rows were dropped; declare it public with n= or use model_from_data=; "
+                        "one per stats=")
+    assert render_error(exc) == ("--missing: drop: 4 rows were dropped; declare it public with --n or use "
+                                 "--model-from-data; one per --stat")
+    assert exc.message.count("{arg:") == 3  # the template is kept
+    assert render_references("see {arg:na_values}", flag_for) == "see --na-values"
+    # the prefix test is on "name:", so a message that merely starts with the name's letters keeps its prefix
+    assert str(InvalidParameterError("not used with a model", argument="n")) == "n: not used with a model"
+    # an input qualified by its file keeps the qualifier; the positional DATA keeps its name
+    assert flag_for("population (x.csv)") == "--population (x.csv)" and flag_for("data") == "data"
+
+
+def test_library_errors_reach_the_cli_with_flags() -> None:
+    """A library refusal names the Python argument; the CLI line names the flag, with no Python spelling left."""
+    import pytest
+
+    from distpriv.release.spec import ReleaseSpec
+
+    with pytest.raises(InvalidParameterError) as err:
+        ReleaseSpec(data=None, stats=("mean:age",), protect="income=>50K", pairs=((0.4, 0.5),), epsilon=1.0,
+                    delta=1e-3, population="pop.csv", model_from_data=True)
+    assert err.value.argument == "model_from_data"
+    assert str(err.value) == "model_from_data: give only one of population=, model= and model_from_data="
+    assert render_error(err.value) == "--model-from-data: give only one of --population, --model and --model-from-data"
+

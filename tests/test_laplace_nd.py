@@ -50,7 +50,8 @@ def test_rotated_basis_agrees_with_the_oracle():
     assert br.backward[0] - o.tol <= o.backward <= br.backward[1] + o.tol
 
 
-def test_proven_delta_uses_the_grid_and_beats_the_coupling_bound(oracle_eps1):
+def test_proven_delta_uses_the_grid_and_beats_the_coupling_bound(oracle_eps1, monkeypatch):
+    monkeypatch.setattr(release, "TIGHT_2D", True)  # opt-in
     model = dp.GaussianModel(means={0: MP, 1: MQ}, covariances={0: CP, 1: CQ})
     prof = proven_delta(model, [(0, 1)], LAW, 1.0, rtol=1e-2)
     assert prof.method == nd.METHOD

@@ -89,23 +89,23 @@ def test_shared_rows_with_a_random_earlier_model_are_refused() -> None:
 
 
 def test_independent_with_shared_rows_is_refused() -> None:
-    with pytest.raises(dp.AssumptionError, match=r"--independent: 7 of the 50 rows"):
+    with pytest.raises(dp.AssumptionError, match=r"independent: 7 of the 50 rows"):
         decide_propositions([_ledger(A)], shared={A.id: 7}, rows=50, independent=True, deterministic=True)
 
 
 def test_prop_a5_needs_independent_for_disjoint_rows() -> None:
     led = _ledger(A, C)
     assert decide_propositions([led], shared={}, rows=100, independent=True, deterministic=False) == ("A.5",)
-    with pytest.raises(dp.AssumptionError, match="pass --independent"):
+    with pytest.raises(dp.AssumptionError, match="pass independent="):
         decide_propositions([led], shared={}, rows=100, independent=False, deterministic=True)
 
 
 def test_mixed_chain_is_refused_either_way() -> None:
     # rows shared with A (A.4 would apply) but none with C: C needs --independent, which A's shared rows forbid
     led = _ledger(A, C)
-    with pytest.raises(dp.AssumptionError, match="pass --independent"):
+    with pytest.raises(dp.AssumptionError, match="pass independent="):
         decide_propositions([led], shared={A.id: 10}, rows=100, independent=False, deterministic=True)
-    with pytest.raises(dp.AssumptionError, match="--independent: 10 of the 100 rows"):
+    with pytest.raises(dp.AssumptionError, match="independent: 10 of the 100 rows"):
         decide_propositions([led], shared={A.id: 10}, rows=100, independent=True, deterministic=True)
 
 
@@ -124,15 +124,15 @@ def test_check_compatible_refuses_another_framework_predicate_or_psi() -> None:
 def test_seeded_releases_never_compose() -> None:
     s7 = _entry("e" * 32, 1.0, 0.0, seed=7)
     # a seeded earlier release with disjoint rows and --independent: refused (not Prop. A.5)
-    with pytest.raises(dp.AssumptionError, match=r"^--independent: the release in out was seeded \(--seed 7\); .*"
+    with pytest.raises(dp.AssumptionError, match=r"^independent: the release in out was seeded \(seed= 7\); .*"
                                                  r"never composes as independent"):
         decide_propositions([_ledger(s7)], shared={}, rows=100, independent=True, deterministic=False)
     # a seeded current release
-    with pytest.raises(dp.AssumptionError, match=r"this release is seeded \(--seed 3\)"):
+    with pytest.raises(dp.AssumptionError, match=r"this release is seeded \(seed= 3\)"):
         decide_propositions([_ledger(A)], shared={}, rows=100, independent=True, deterministic=False, seed=3)
     # two releases with the same seed, even where Prop. A.4 would otherwise apply (same rows, F fixed by θ)
     same = _entry("f" * 32, 1.0, 0.0, seed=7)
-    with pytest.raises(dp.AssumptionError, match=r"^--previous: this release and an earlier one use the same seed 7"):
+    with pytest.raises(dp.AssumptionError, match=r"^previous: this release and an earlier one use the same seed 7"):
         decide_propositions([_ledger(same)], shared={same.id: 100}, rows=100, independent=False, deterministic=True,
                             seed=7)
     # the same chain without seeds composes
@@ -143,8 +143,8 @@ def test_seeded_releases_never_compose() -> None:
 
 def test_independent_needs_an_id_where_rows_do_not_identify_records() -> None:
     reason = "different records agree on them by chance for 82.0% of the rows"
-    with pytest.raises(dp.AssumptionError, match=r"^--independent: rows are compared .* but different records agree "
-                                                 r"on them by chance for 82.0% .*--id COL"):
+    with pytest.raises(dp.AssumptionError, match=r"^independent: rows are compared .* but different records agree "
+                                                 r"on them by chance for 82.0% .*id= COL"):
         decide_propositions([_ledger(A)], shared={}, rows=100, independent=True, deterministic=False,
                             unidentified={A.id: reason})
     # without --independent the reason does not matter (Prop. A.5 is not claimed)

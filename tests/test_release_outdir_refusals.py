@@ -69,6 +69,6 @@ def test_out_may_not_contain_the_ledger_key(tmp_path: Path, monkeypatch) -> None
     from distpriv.release.outdir import check_out
 
     monkeypatch.setenv("DISTPRIV_HOME", str(tmp_path / "out" / "keys"))
-    with pytest.raises(InvalidParameterError, match=r"^--out: .*out would contain the ledger key .*keys/ledger.key"):
+    with pytest.raises(InvalidParameterError, match=r"^out: .*out would contain the ledger key .*keys/ledger.key"):
         check_out(tmp_path / "out")
     check_out(tmp_path / "other")  # elsewhere: fine

@@ -94,5 +94,5 @@ def test_python_entry_point_takes_id(work: Path) -> None:
     assert res.prepared.overlaps[res.composition.chain[0].id].by_id
     assert res.prepared.spec.id == "pid"
     # how the rows compared is a private fact for the curator, never in the public payload
-    assert "--previous: rows compared on the id column (pid): 0 shared" in res.curator_notes
+    assert "earlier release: rows compared on the id column (pid): 0 shared" in res.curator_notes
     assert "rows compared" not in json.dumps(res.to_json())

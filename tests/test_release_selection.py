@@ -112,18 +112,18 @@ def test_spec_from_toml_and_cli_override(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("changes", "error", "match"),
     [
-        ({"epsilon": 0.0}, InvalidParameterError, "--epsilon: must be > 0"),
-        ({"delta": 1.0}, InvalidParameterError, r"--delta: must be in \(0, 1\)"),
+        ({"epsilon": 0.0}, InvalidParameterError, "epsilon: must be > 0"),
+        ({"delta": 1.0}, InvalidParameterError, r"delta: must be in \(0, 1\)"),
         ({"pairs": ((0.5, 1.2),)}, InvalidParameterError, r"outside \[0, 1\]"),
         ({"mechanism": "magic"}, UnknownLabelError, "unknown mechanism"),
         ({"data": "missing.csv"}, DataUnavailableError, "file not found"),
-        ({"model_from_data": False}, InvalidParameterError, "--population: f_θ needs a model of the data"),
-        ({"model": "m.toml"}, InvalidParameterError, "give only one of --population, --model and --model-from-data"),
-        ({"model_from_data": False, "model": "missing.toml"}, DataUnavailableError, "--model: file not found"),
-        ({"model_from_data": False, "model": "d.csv", "n": 2}, InvalidParameterError, "--n: not used with --model"),
-        ({"seed": -1}, InvalidParameterError, "--seed: must be a non-negative integer"),
-        ({"previous": ("d.csv",)}, InvalidParameterError, "--previous: .* is a file; give the --out folder"),
-        ({"previous": ("nowhere",)}, DataUnavailableError, "--previous: folder not found"),
+        ({"model_from_data": False}, InvalidParameterError, "population: f_θ needs a model of the data"),
+        ({"model": "m.toml"}, InvalidParameterError, "give only one of population=, model= and model_from_data="),
+        ({"model_from_data": False, "model": "missing.toml"}, DataUnavailableError, "model: file not found"),
+        ({"model_from_data": False, "model": "d.csv", "n": 2}, InvalidParameterError, "n: not used with model="),
+        ({"seed": -1}, InvalidParameterError, "seed: must be a non-negative integer"),
+        ({"previous": ("d.csv",)}, InvalidParameterError, "previous: .* is a file; give the out= folder"),
+        ({"previous": ("nowhere",)}, DataUnavailableError, "previous: folder not found"),
     ],
 )
 def test_spec_validation(tmp_path, changes, error, match) -> None:
@@ -194,7 +194,7 @@ def test_model_file_validation(tmp_path, case) -> None:
     path.write_text(text)
     with pytest.raises(InvalidParameterError, match=re.escape(match)) as err:
         load_model_file(path, ["mean:age", "count:sex=Female"], PAIRS)
-    assert str(err.value).startswith("--model: m.toml: ")
+    assert str(err.value).startswith("model: m.toml: ")
 
 
 def test_model_file_json_and_toml_agree(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The Adult workflow behind ``distpriv demo`` (:mod:`distpriv.workflow`) runs on the Chen & Ohrimenko pipeline."""
+"""The Adult workflow behind ``distpriv demo`` (:mod:`distpriv.experiments.workflow`) runs on the Chen & Ohrimenko pipeline."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from distpriv.experiments import chen_ohrimenko as co
 from distpriv.experiments.chen_ohrimenko.measures import calibrate_row
-from distpriv.workflow import WORKFLOW_MECHANISMS, adult_workflow
+from distpriv.experiments.workflow import WORKFLOW_MECHANISMS, adult_workflow
 
 
 def test_workflow_reuses_the_chen_ohrimenko_context(adult_ok: bool) -> None:

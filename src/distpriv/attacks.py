@@ -50,21 +50,6 @@ from ._validation import (
 )
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "AttackData",
-    "AttackResult",
-    "FreshSplits",
-    "MetaClassifierAttack",
-    "Sampler",
-    "adaptive_attack",
-    "gaussian_lr_accuracy",
-    "gaussian_sampler",
-    "likelihood_ratio_attack",
-    "mahalanobis_distance",
-    "meta_classifier_attack",
-    "sample_attack_data",
-]
-
 Sampler = Callable[[float, int, np.random.Generator], NDArray[np.float64]]
 """``sampler(p, size, rng) -> (size, m)`` query values of datasets with property value ``p``."""
 
@@ -156,7 +141,7 @@ class AttackData:
             tx, ty = tx[None], ty[None]
         for name, y in (("shadow_y", sy), ("test_y", ty)):
             if not np.all(np.isin(y, (0, 1))):
-                raise InvalidParameterError(f"{name}: labels must be 0 (p1) or 1 (p2)")
+                raise InvalidParameterError("labels must be 0 (p1) or 1 (p2)", argument=name)
         return cls(float(p1), float(p2), sx, sy.astype(np.int_), tx, ty.astype(np.int_))
 
 
@@ -170,9 +155,9 @@ def _draw(sampler: Sampler, p: float, size: int, rng: np.random.Generator, name:
     if out.ndim == 1:
         out = out[:, None]
     if out.ndim != 2 or out.shape[0] != size:
-        raise InvalidTypeError(f"{name}: sampler must return a ({size}, m) array for p={p}, got shape {out.shape}")
+        raise InvalidTypeError(f"sampler must return a ({size}, m) array for p={p}, got shape {out.shape}", argument=name)
     if not np.all(np.isfinite(out)):
-        raise InvalidParameterError(f"{name}: sampler returned NaN or infinite query values for p={p}")
+        raise InvalidParameterError(f"sampler returned NaN or infinite query values for p={p}", argument=name)
     return out
 
 
@@ -185,7 +170,7 @@ def _sample_block(
         a = _draw(sampler, p1, reps * sizes[0], g, name).reshape(reps, sizes[0], -1)
         b = _draw(sampler, p2, reps * sizes[1], g, name).reshape(reps, sizes[1], -1)
         if a.shape[2] != b.shape[2]:
-            raise InvalidTypeError(f"{name}: query dimension differs between p1 and p2")
+            raise InvalidTypeError("query dimension differs between p1 and p2", argument=name)
         return np.concatenate([a, b], axis=1)
 
     return block(shadow, ns, "shadow sampler"), block(test, nt, "test sampler")

@@ -86,19 +86,6 @@ from .guarantees import Framework, Guarantee
 from .models import EmpiricalModel, GaussianModel
 from .noise import NoiseLaw
 
-__all__ = [
-    "AuditReport",
-    "AuditTest",
-    "audit",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_from_counts",
-    "epsilon_from_rates",
-    "min_evaluation_size",
-    "minimum_trials",
-    "plot_audit",
-]
-
 #: Share of each secret's releases used to choose thresholds (exact scorers).
 SELECTION_FRACTION = 0.2
 #: Shares (training, selection) of each secret's releases when a classifier scores them.
@@ -122,7 +109,7 @@ Scorer = Callable[[Any], NDArray[np.float64]]
 def _check_confidence(confidence: Any, name: str = "confidence") -> float:
     c = check_real(confidence, name)
     if not 0.0 < c < 1.0:
-        raise InvalidParameterError(f"{name}: must be in (0, 1), got {c}")
+        raise InvalidParameterError(f"must be in (0, 1), got {c}", argument=name)
     return c
 
 
@@ -132,7 +119,7 @@ def _counts(successes: ArrayLike, trials: ArrayLike) -> tuple[NDArray[np.float64
     if np.any(~np.isfinite(k)) or np.any(~np.isfinite(n)):
         raise InvalidParameterError("successes, trials: must be finite")
     if np.any(n < 1):
-        raise InvalidParameterError(f"trials: must be >= 1, got {n.min()}")
+        raise InvalidParameterError(f"must be >= 1, got {n.min()}", argument="trials")
     if np.any(k < 0) or np.any(k > n):
         raise InvalidParameterError("successes: must be in [0, trials]")
     return k, n
@@ -207,14 +194,14 @@ def min_evaluation_size(epsilon: float, delta: float, confidence: float, *, test
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
-        raise InvalidTypeError(f"epsilon: expected a real number, got {epsilon!r}") from None
+        raise InvalidTypeError(f"expected a real number, got {epsilon!r}", argument="epsilon") from None
     if math.isnan(eps) or eps < 0:
-        raise InvalidParameterError(f"epsilon: must be >= 0 (or inf), got {eps}")
+        raise InvalidParameterError(f"must be >= 0 (or inf), got {eps}", argument="epsilon")
     if math.isinf(eps):
         eps = 0.0
     d = check_real(delta, "delta")
     if not 0.0 <= d < 1.0:
-        raise InvalidParameterError(f"delta: must be in [0, 1), got {d}")
+        raise InvalidParameterError(f"must be in [0, 1), got {d}", argument="delta")
     alpha = (1.0 - c) / (2 * t)
     # a* = (e^ε + δ)/(1 + e^ε) written as 1 − (1 − δ)/(1 + e^ε) (stable for large ε)
     log_astar = math.log1p(-(1.0 - d) / (1.0 + math.exp(min(eps, 700.0))))
@@ -991,9 +978,9 @@ def audit(
     if n_trials < need:
         target = "exceed the claimed ε" if math.isfinite(claimed.epsilon) else "be positive"
         raise InvalidParameterError(
-            f"trials: {n_trials} per secret is too few for the bound to {target} at δ = {delta:g} and "
+            f"{n_trials} per secret is too few for the bound to {target} at δ = {delta:g} and "
             f"confidence {c:g}; need trials >= {need} (the evaluation part needs >= "
-            f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)"
+            f"{min_evaluation_size(claimed.epsilon, delta, c, tests=k_tests)} releases per secret)", argument="trials"
         )
     n_train, n_sel, n_eval = _split(n_trials, classifier)
     tick: Callable[[float], None] = progress if progress is not None else (lambda f: None)

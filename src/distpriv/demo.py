@@ -4,7 +4,7 @@ Part 1 walks through Chen & Ohrimenko's Section 5.3 example (f_θ1 = N((100, 101
 f_θ2 = N((99, 102), Σ), Σ = [[22, −6], [−6, 13]], ε = 1, δ = 1e-3) for every
 mechanism under both calibrations, and the Figure 1 distance example
 (W∞ = 97, (1, 0.1)-closeness).
-Part 2 (see :mod:`distpriv.workflow`) protects the share of high earners in UCI Adult.
+Part 2 (see :mod:`distpriv.experiments.workflow`) protects the share of high earners in UCI Adult.
 """
 
 from __future__ import annotations

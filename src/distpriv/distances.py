@@ -84,21 +84,6 @@ from ._validation import (
 )
 from .errors import InvalidParameterError
 
-__all__ = [
-    "DEFAULT_TOL",
-    "MAX_PAIRS",
-    "closeness_radius",
-    "closeness_radius_from_cost",
-    "closeness_radius_samples",
-    "cost_matrix",
-    "w_infinity",
-    "w_infinity_from_cost",
-    "w_infinity_samples",
-    "wasserstein",
-    "wasserstein_from_cost",
-    "wasserstein_samples",
-]
-
 #: Mass tolerance: a flow of value >= 1 − δ − DEFAULT_TOL counts as moving 1 − δ.
 DEFAULT_TOL = 1e-10
 
@@ -142,9 +127,9 @@ def _check_points(xs: ArrayLike, name: str) -> FloatArray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.shape[0] == 0:
-        raise InvalidParameterError(f"{name}: must contain at least one support point")
+        raise InvalidParameterError("must contain at least one support point", argument=name)
     if arr.shape[1] == 0:
-        raise InvalidParameterError(f"{name}: support points must have dimension m >= 1")
+        raise InvalidParameterError("support points must have dimension m >= 1", argument=name)
     return arr
 
 
@@ -152,7 +137,7 @@ def _check_weights(p: ArrayLike, name: str, n: int, points_name: str) -> FloatAr
     w = check_probability_vector(p, name)
     if w.shape[0] != n:
         raise InvalidParameterError(
-            f"{name}: has {w.shape[0]} weights but {points_name} has {n} support points"
+            f"has {w.shape[0]} weights but {points_name} has {n} support points", argument=name
         )
     return w / w.sum()
 

@@ -43,23 +43,6 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import check_delta, check_positive, check_probability_vector, check_real
 from .errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 
-__all__ = [
-    "F_DIVERGENCES",
-    "approx_max_divergence",
-    "check_pair",
-    "chi_square",
-    "divergence",
-    "f_divergence",
-    "hellinger",
-    "hockey_stick",
-    "kl",
-    "max_divergence",
-    "privacy_profile",
-    "reverse_kl",
-    "symmetric_approx_max_divergence",
-    "total_variation",
-]
-
 # Tolerance for "sums to one": the inputs are often products of matrices.
 _ATOL = 1e-8
 

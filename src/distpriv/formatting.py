@@ -19,7 +19,7 @@ FORMATS = ("json", "md")
 def check_format(fmt: str) -> str:
     """``--format`` must be ``json`` or ``md``."""
     if fmt not in FORMATS:
-        raise InvalidParameterError(f"--format: expected one of {list(FORMATS)}, got {fmt!r}")
+        raise InvalidParameterError(f"expected one of {list(FORMATS)}, got {fmt!r}", argument="format")
     return fmt
 
 
@@ -27,7 +27,7 @@ def check_flag(value: Any, name: str) -> bool:
     """A boolean option (``True``/``False``; numpy booleans accepted)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
+    raise InvalidTypeError(f"expected True or False, got {value!r}", argument=name)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -109,9 +109,9 @@ def parse_positive_list(text: str | None, name: str, kind: type = float) -> tupl
     try:
         vals = tuple(kind(v) for v in text.split(",") if v.strip())
     except ValueError as exc:
-        raise InvalidParameterError(f"{name}: expected comma-separated {what}, got {text!r}") from exc
+        raise InvalidParameterError(f"expected comma-separated {what}, got {text!r}", argument=name) from exc
     if not vals or any(not math.isfinite(v) or v <= 0 for v in vals):
-        raise InvalidParameterError(f"{name}: expected positive {what}, got {text!r}")
+        raise InvalidParameterError(f"expected positive {what}, got {text!r}", argument=name)
     return vals
 
 

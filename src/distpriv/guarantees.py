@@ -34,8 +34,6 @@ from typing import Any
 from .divergences import F_DIVERGENCES
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["DIVERGENCES", "Assumption", "AssumptionCode", "Calibration", "Framework", "Guarantee", "Pair", "compose"]
-
 Pair = tuple[Hashable, Hashable]
 
 #: Names accepted by :attr:`Guarantee.divergence` (those of :mod:`distpriv.divergences`).
@@ -62,7 +60,7 @@ class _StrEnum(str, Enum):
             return cls(value)
         except ValueError:
             raise InvalidParameterError(
-                f"{name}: unknown value {value!r}; expected one of {[m.value for m in cls]}"
+                f"unknown value {value!r}; expected one of {[m.value for m in cls]}", argument=name
             ) from None
 
 
@@ -186,7 +184,7 @@ def _check_pairs(pairs: Any) -> tuple[Pair, ...]:
 
 def _strings(values: Any, name: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidTypeError(f"{name}: expected a sequence of strings, got {type(values).__name__}")
+        raise InvalidTypeError(f"expected a sequence of strings, got {type(values).__name__}", argument=name)
     return tuple(v if isinstance(v, Assumption) else str(v) for v in values)
 
 

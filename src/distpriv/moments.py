@@ -47,8 +47,6 @@ from .queries import Predicate, Query, as_predicate, as_query
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["GROUPS", "GroupMoments", "dataset_moments", "moment_model", "protected_count"]
-
 #: Row order of the per-group arrays: the protected group P, then the rest Q.
 GROUPS: tuple[str, str] = ("protected", "other")
 

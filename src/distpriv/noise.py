@@ -36,8 +36,6 @@ from scipy import special
 from ._validation import RngLike, as_rng, check_int
 from .errors import AssumptionError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["L2_SEED", "NoiseKind", "NoiseLaw", "NoiseCoordinates"]
-
 NoiseKind = Literal["gaussian", "laplace", "none"]
 #: 1-D law of one independent noise coordinate (the exact sampler's :data:`distpriv.release.sampler.Law`).
 CoordinateLaw = Literal["gaussian", "laplace", "none"]

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from .errors import InvalidParameterError
 from .guarantees import Calibration, Framework, Guarantee, Pair
 
-__all__ = ["Claim", "PrivacyProfile"]
-
 
 @dataclass(frozen=True)
 class Claim:

@@ -32,8 +32,6 @@ from .errors import InvalidParameterError, InvalidTypeError
 from .models import EmpiricalModel, GaussianModel
 from .queries import Predicate, Query, as_predicate, as_query
 
-__all__ = ["PropertyModel", "sample_without_replacement"]
-
 # Rows of random keys materialised at once by the sort-based sampler (bounds memory to ~32 MB).
 _ARGPARTITION_CHUNK = 4_000_000
 # Index entries per chunk when sampling many datasets (int64: ~32 MB per sub-population).

@@ -40,8 +40,6 @@ from ._validation import RngLike
 from .guarantees import Guarantee
 from .privacy_profile import PrivacyProfile
 
-__all__ = ["CalibratedMechanism", "PrivacyMechanism", "ProfiledMechanism"]
-
 
 @runtime_checkable
 class PrivacyMechanism(Protocol):

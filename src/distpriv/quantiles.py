@@ -37,8 +37,6 @@ from scipy import stats as sps
 
 from .errors import InvalidParameterError
 
-__all__ = ["GRID_POINTS", "Grid", "QuantileLaw", "bucket_counts", "grid_for", "quantile_of_counts", "rank"]
-
 #: Points of a quantile's public grid when the column is not a small integer range.
 GRID_POINTS = 4096
 _B = "__dp_bucket"

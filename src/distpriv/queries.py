@@ -36,21 +36,6 @@ from .errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 if TYPE_CHECKING:  # pandas is imported where frames are handled (it costs ~0.4 s to import)
     import pandas as pd
 
-__all__ = [
-    "ADULT_QUERY",
-    "INTERNAL_KINDS",
-    "KINDS",
-    "OPERATORS",
-    "Condition",
-    "Predicate",
-    "Query",
-    "Statistic",
-    "as_predicate",
-    "as_query",
-    "quote_name",
-    "split_outside_backticks",
-]
-
 #: Comparison operators, longest first (so ``>=`` wins over ``>`` and ``=``).
 OPERATORS: tuple[str, ...] = ("==", "!=", ">=", "<=", "=", ">", "<")
 _ORDERING = (">", ">=", "<", "<=")
@@ -85,14 +70,14 @@ def _check_frame(df: Any, name: str = "df") -> pd.DataFrame:
     import pandas as pd
 
     if not isinstance(df, pd.DataFrame):
-        raise InvalidTypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
+        raise InvalidTypeError(f"expected a pandas DataFrame, got {type(df).__name__}", argument=name)
     return df
 
 
 def _check_column(df: pd.DataFrame, column: str, what: str) -> pd.Series:
     if column not in df.columns:
         raise UnknownLabelError(
-            f"{what}: unknown column {column!r}; available columns are {[str(c) for c in df.columns]}"
+            f"unknown column {column!r}; available columns are {[str(c) for c in df.columns]}", argument=what
         )
     return df[column]
 

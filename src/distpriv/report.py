@@ -38,19 +38,6 @@ from typing import Any
 
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "Figure",
-    "Section",
-    "figure_png",
-    "markdown_to_html",
-    "md_code",
-    "md_escape",
-    "render_html",
-    "render_markdown",
-    "terminal_markdown",
-    "write_report",
-]
-
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]~!{}#])")
 #: Control characters, line/paragraph separators and the Unicode direction controls (U+061C, U+200E/F,

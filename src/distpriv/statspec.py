@@ -53,17 +53,6 @@ from .queries import (
     split_outside_backticks,
 )
 
-__all__ = [
-    "MAX_LEVELS",
-    "NEW_KINDS",
-    "Layout",
-    "Output",
-    "Request",
-    "build_layout",
-    "is_plain",
-    "parse_request",
-]
-
 #: Kinds added to those of :data:`distpriv.queries.KINDS`.
 NEW_KINDS = ("var", "std", "median", "quantile", "hist", "ratio")
 #: Most categories of a histogram or groups of a group-by read from a population.

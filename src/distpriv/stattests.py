@@ -308,13 +308,3 @@ def ks_2samp_pvalue(x: ArrayLike, y: ArrayLike) -> float:
     return ks_2samp(x, y).pvalue
 
 
-__all__ = [
-    "KS_MAX_EXACT_N",
-    "TestStatistic",
-    "binom_sf",
-    "chi2_sf",
-    "ks_2samp",
-    "ks_2samp_pvalue",
-    "normaltest",
-    "normaltest_pvalue",
-]

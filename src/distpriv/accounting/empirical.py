@@ -445,19 +445,3 @@ def _shape(noise: NoiseLaw) -> Array:
     return noise.match(gaussian=gaussian, laplace=lambda b, s: np.concatenate([b.ravel(), s / s.max()]))
 
 
-__all__ = [
-    "CELLS_GAUSS_1D",
-    "COUPLING_MIXTURE",
-    "EXACT_LAPLACE_1D",
-    "Accountant",
-    "Atoms",
-    "Coupling",
-    "Metric",
-    "atoms",
-    "coupling_bound",
-    "coupling_pure",
-    "gaussian_1d_bracket",
-    "gaussian_1d_refined",
-    "laplace_1d_delta",
-    "laplace_1d_pure",
-]

@@ -259,4 +259,3 @@ def _bracket_at(a: list[float], b2: list[float], cc: list[float], epsilon: float
     return FourierBracket(max(0.0, min(lower, upper)), upper, c, step, terms + 1)
 
 
-__all__ = ["MAX_TERMS", "FourierBracket", "fourier_bracket"]

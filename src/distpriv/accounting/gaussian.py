@@ -460,12 +460,3 @@ def gaussian_1d_delta(m1: float, v1: float, m2: float, v2: float, epsilon: float
     return float(c.delta(float(epsilon)))
 
 
-__all__ = [
-    "GaussCoord",
-    "Reduction",
-    "gaussian_1d_delta",
-    "gaussian_pair_profile",
-    "marginal_lower_bound",
-    "profile_from_reduction",
-    "reduce_pair",
-]

@@ -581,15 +581,3 @@ def _coupling_reduced(mu: NDArray[np.float64], c: NDArray[np.float64], epsilon: 
     return min(1.0, bound)
 
 
-__all__ = [
-    "CouplingShift",
-    "GaussLaplaceCoord",
-    "complete_basis",
-    "conditional_shift",
-    "coupling_shift",
-    "gl_delta_bracket",
-    "gl_dlogpdf",
-    "gl_logpdf",
-    "gl_pure_epsilon",
-    "coupling_delta_bound",
-]

@@ -244,4 +244,3 @@ def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: Arra
     return lo, up, kap
 
 
-__all__ = ["METHOD", "NdBracket", "applies", "delta_bracket_2d", "pair_bracket"]

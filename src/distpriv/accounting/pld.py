@@ -354,4 +354,3 @@ def pld_bracket(
         refinements += 1
 
 
-__all__ = ["Bracket", "Discretised", "LossCoordinate", "bracket_at", "convolve_all", "pld_bracket"]

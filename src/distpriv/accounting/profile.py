@@ -138,17 +138,3 @@ def worst(profiles: list[Profile]) -> Profile:
     return replace(top, delta_lower=min(lo, top.delta_upper))
 
 
-__all__ = [
-    "CELLS",
-    "CLOSED_FORM",
-    "CLOSED_FORM_1D",
-    "COUPLING",
-    "DISJOINT",
-    "FOURIER",
-    "IDENTICAL",
-    "PLD",
-    "TRANSLATION",
-    "EpsilonBound",
-    "Profile",
-    "worst",
-]

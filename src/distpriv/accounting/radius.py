@@ -157,4 +157,3 @@ def sample_l1_radius(deviations: ArrayLike, p: float, gamma: float) -> SampleRad
     return SampleRadius(float(x[j - 1]), j, n, p, gamma)
 
 
-__all__ = ["SampleRadius", "gaussian_l1_radius", "lipschitz_2_to_1", "min_samples", "sample_l1_radius"]

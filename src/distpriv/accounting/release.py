@@ -374,4 +374,3 @@ def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     return EpsilonBound(up, lo, 0.0, method, pair)
 
 
-__all__ = ["COV_TOL", "NoiseLaw", "gaussian_view", "pair_profiles", "proven_delta", "proven_epsilon", "pure_epsilon"]

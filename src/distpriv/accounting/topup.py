@@ -275,4 +275,3 @@ def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: No
 #: The verified monotone search (public name, used by :mod:`distpriv.mechanisms.empirical`).
 search = _search
 
-__all__ = ["MAX_STEPS", "SLACK", "TopUp", "search", "topup_gaussian", "topup_laplace", "topup_pure"]

@@ -53,9 +53,9 @@ from ..accounting.topup import SLACK, topup_gaussian
 from ..calibration import check_calibration, classic_c, gaussian_delta, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
-from ..mechanisms._common import Inputs
+from ..mechanisms._common import Inputs, mahalanobis
 from ..mechanisms.base import Mechanism
-from ..mechanisms.gaussian_uncertainty import eigm, mahalanobis
+from ..mechanisms.gaussian_uncertainty import eigm
 from ..noise import NoiseLaw
 from .pufferfish import PufferfishFramework, SecretPair, to_distribution_privacy
 
@@ -293,11 +293,3 @@ def _classic_proven(per_attr: Mapping[str, Mapping[str, Any]], sigma2: float, ep
     return delta
 
 
-__all__ = [
-    "AttributeGaussianMechanism",
-    "apgm",
-    "apgm_accuracy",
-    "apgm_noise_variance",
-    "gaussian_pair_delta",
-    "moments_from_samples",
-]

@@ -282,12 +282,3 @@ def exact_delta_box(
     return worst
 
 
-__all__ = [
-    "ScalarMoments",
-    "apgm_box",
-    "box_min_variance",
-    "box_sensitivity",
-    "box_variance_gap",
-    "exact_delta_box",
-    "worst_delta_box",
-]

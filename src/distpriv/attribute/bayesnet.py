@@ -286,4 +286,3 @@ def random_network(n_nodes: int, rng: RngLike = None, *, max_support: int = 3, e
     return ParameterNetwork(supports, parents, tables, name=name)
 
 
-__all__ = ["Influence", "ParameterNetwork", "as_networks", "max_influence", "random_network"]

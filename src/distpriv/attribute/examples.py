@@ -197,22 +197,6 @@ def generate_school(n: int = 200, rng: RngLike = None, network: ParameterNetwork
     return phi, df
 
 
-__all__ = [
-    "HOSPITAL_ATTRIBUTES",
-    "HOSPITAL_GENERATOR",
-    "HOSPITAL_THETA",
-    "SCHOOL_ATTRIBUTES",
-    "SCHOOL_PARENTS",
-    "SCHOOL_SUPPORTS",
-    "generate_hospital",
-    "generate_school",
-    "hospital_framework",
-    "hospital_generator_outside_theta",
-    "hospital_models",
-    "school_framework",
-    "school_networks",
-]
-
 
 def _num(value: Hashable) -> float:
     """A numeric parameter value φ_i of a school network (the networks' values are numbers)."""

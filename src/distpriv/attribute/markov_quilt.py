@@ -360,14 +360,3 @@ def apmqm(
     return QuiltMechanism("apmqm", "APMQM", dim, NoiseLaw.none(dim), g, details=details, scale=b, choices=chosen)
 
 
-__all__ = [
-    "ColumnSensitivity",
-    "MarkovQuilt",
-    "QuiltChoice",
-    "QuiltMechanism",
-    "apmqm",
-    "d_connected",
-    "enumerate_quilts",
-    "is_markov_quilt",
-    "quilt_for",
-]

@@ -65,14 +65,14 @@ def box_extremum(
         c = coords[name]
         if isinstance(c, Interval):
             if not c.bounded:
-                raise InvalidParameterError(f"{name}: range {c} must be bounded to take a supremum over it")
+                raise InvalidParameterError(f"range {c} must be bounded to take a supremum over it", argument=name)
             choices.append([c.low] if c.is_point else [c.low, c.high])
             if not c.is_point:
                 continuous.append(k)
         else:
             pts = np.atleast_1d(np.asarray(c, dtype=float))
             if pts.size == 0:
-                raise InvalidParameterError(f"{name}: empty set of values")
+                raise InvalidParameterError("empty set of values", argument=name)
             choices.append(sorted({float(p) for p in pts}))
     total = math.prod(len(c) for c in choices)
     if total > max_candidates:
@@ -117,4 +117,3 @@ def box_extremum(
     return Extremum(value=sign * best_val, argument=arg, attained=attained)
 
 
-__all__ = ["Extremum", "box_extremum"]

@@ -523,16 +523,3 @@ def from_distribution_privacy(labels: Iterable[Hashable], pairs: Iterable[Sequen
     return DistributionPufferfish(secrets=labs, pairs=ps, distributions=tuple(Mixture(a, b) for a, b in ps))
 
 
-__all__ = [
-    "DistributionPufferfish",
-    "Interval",
-    "Lattice",
-    "Mixture",
-    "PufferfishFramework",
-    "Secret",
-    "SecretPair",
-    "dataset_attribute_privacy",
-    "distributional_attribute_privacy",
-    "from_distribution_privacy",
-    "to_distribution_privacy",
-]

@@ -117,7 +117,7 @@ class GaussianRecordModel:
 
     def _check_attr(self, a: str, name: str) -> None:
         if a not in self.attributes:
-            raise UnknownLabelError(f"{name}: attribute {a!r} does not exist; attributes are {list(self.attributes)}")
+            raise UnknownLabelError(f"attribute {a!r} does not exist; attributes are {list(self.attributes)}", argument=name)
 
     def cov_range(self, a: str, b: str) -> Interval:
         return self.cov_box.get(_pkey(a, b), Interval.point(0.0))
@@ -335,4 +335,3 @@ class GaussianRecordModel:
         return _make(k, sigma2 * np.eye(k), _guarantee(eps, claimed, cal, framework.pairs, assumptions, notes), details)
 
 
-__all__ = ["ClassConditionalColumn", "GaussianRecordModel"]

@@ -129,11 +129,10 @@ def main(argv: list[str] | None = None) -> None:
         command(args=argv, prog_name="distpriv")
     except DistPrivError as exc:
         from ..release.public import curator_lines
+        from .arguments import flag_for, render_error
 
-        for line in curator_lines(list(getattr(exc, "curator_notes", ()) or ())):  # private: stderr only
+        for line in curator_lines(list(getattr(exc, "curator_notes", ()) or ()), flag_for):  # private: stderr only
             print(line, file=sys.stderr)
-        from .arguments import render_error
-
         print(f"distpriv: error: {render_error(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:

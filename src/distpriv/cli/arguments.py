@@ -13,20 +13,27 @@ from ..errors import DistPrivError
 #: Python argument name → CLI flag, where the two differ beyond ``_`` → ``-``.
 FLAGS: dict[str, str] = {
     "stats": "--stat",
+    "data": "data",  # the positional argument DATA
+    "audit_model": "--audit-model",
 }
 
 
 def flag_for(argument: str) -> str:
-    """The flag that sets ``argument``: :data:`FLAGS`, else ``--`` + the name with ``_`` → ``-``."""
-    return FLAGS.get(argument, "--" + argument.replace("_", "-"))
+    """The flag that sets ``argument``: :data:`FLAGS`, else ``--`` + the name with ``_`` → ``-``.
+
+    An argument with a qualifier (``"population (x.csv)"``: one file of an input) keeps the qualifier.
+    """
+    head, sep, rest = argument.partition(" ")
+    if not head.isidentifier():
+        return argument
+    return FLAGS.get(head, "--" + head.replace("_", "-")) + sep + rest
 
 
 def render_error(exc: DistPrivError) -> str:
-    """One line for the terminal: ``"<flag>: <message>"`` when the error names an argument."""
-    argument = getattr(exc, "argument", None)
-    message = getattr(exc, "message", None)
-    if argument and isinstance(message, str) and message and not message.startswith("--"):
-        text = f"{flag_for(argument)}: {message}"
-    else:
-        text = str(exc)
+    """One line for the terminal: ``"<flag>: <message>"`` when the error names an argument.
+
+    References to other arguments inside the message (``{arg:n}``, see :func:`distpriv.errors.arg`)
+    are printed as their flags too (``--n``).
+    """
+    text = exc.render(flag_for) if isinstance(exc, DistPrivError) else str(exc)
     return " ".join(text.split())

@@ -7,8 +7,6 @@ from typing import Any
 
 import typer
 
-__all__ = ["DEFAULT_REPS", "chen_ohrimenko", "register"]
-
 DEFAULT_REPS = 50  # the paper's repetitions; equals experiments.chen_ohrimenko.REPS (checked by the tests)
 
 

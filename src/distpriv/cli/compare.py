@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["compare", "register"]
-
 
 def compare(
     quick: bool = typer.Option(False, "--quick", help="income only, fewer datasets, attack repetitions and audit trials."),

@@ -7,8 +7,6 @@ from typing import Any
 
 import typer
 
-__all__ = ["demo", "register"]
-
 
 def demo(
     out: Path = typer.Option(Path("demo-report"), "--out", help="Directory for the report and figures."),
@@ -28,7 +26,7 @@ def demo(
     if fmt == "md":
         print_examples(ex, fig1)
     if not examples_only:
-        from ..workflow import adult_workflow, print_workflow
+        from ..experiments.workflow import adult_workflow, print_workflow
 
         outdir = prepare_out(out)
         wf = adult_workflow(seed=seed, reps=reps, out=outdir, progress_bar=fmt == "md")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import typer
 
-__all__ = ["kawamoto_tupling", "register"]
-
 
 def kawamoto_tupling(
     fmt: str = typer.Option("md", "--format", help="json or md"),

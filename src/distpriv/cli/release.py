@@ -17,9 +17,7 @@ from typing import Any
 
 import typer
 
-from ..errors import InvalidParameterError
-
-__all__ = ["AUDIT_SCOPE", "audit", "register"]
+from ..errors import InvalidParameterError, arg
 
 AUDIT_SCOPE = (
     "This audit tests the noise of the mechanism a release would use against a model of f_θ — the model it was "
@@ -167,11 +165,13 @@ def _spec_options(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 def _check_out(out: Path | None, previous: list[Path] | None = None, force: bool = False) -> None:
+    """Refuse a bad ``--out`` before anything is read (the library's rule: :func:`distpriv.release.run.check_run`)."""
     if out is None:
         return
     for p in previous or []:
         if Path(p).exists() and out.exists() and out.resolve() == Path(p).resolve():
-            raise InvalidParameterError(f"--out: {out} is also given as --previous; write the new release elsewhere")
+            raise InvalidParameterError(f"{out} is also given as {arg('previous')}; write the new release elsewhere",
+                                        argument="out")
     from ..release.outdir import check_out
 
     check_out(out, force=force)
@@ -210,15 +210,6 @@ def _release_args(o: SpecOptions) -> list[str]:
     return args
 
 
-def audit(prep: Any, selection: Any, *, trials: int = 20_000, confidence: float = 0.95, audit_model: Any = None,
-          model_source: str | None = None, progress: Any = None) -> Any:
-    """Audit the selected mechanism of a prepared release with dp.audit, every pair of Ψ (no values are released)."""
-    from ..release.audit import audit_release
-
-    return audit_release(prep, selection, trials=trials, confidence=confidence, audit_model=audit_model,
-                         model_source=model_source, progress=progress)
-
-
 def register(app: typer.Typer) -> None:
     """Add the top-level ``release``, ``audit`` and ``audit-local`` commands to the ``distpriv`` app."""
 
@@ -243,59 +234,33 @@ def register(app: typer.Typer) -> None:
         bounds: list[str] = _BOUNDS,
     ) -> None:
         """Release noisy statistics of DATA while hiding the share of records satisfying --protect."""
+        # A thin wrapper (issue 24 item 2): flags -> the ReleaseSpec protect() builds -> the library's
+        # run_release (policy, prepare/release, audit, the output transaction) -> print.
         from ..formatting import check_format, dumps
-        from ..release.core import prepare, release
+        from ..release.run import check_run, run_release
         from ..release.spec import build_spec
         from ..report import render_markdown, terminal_markdown
 
         fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
-        _check_out(out, previous, force)
+        if out is not None:  # refuse a bad --out before the spec reads any file (as before the refactor)
+            _check_out(out, previous, force)
         spec = build_spec(**o.spec_kwargs(), seed=seed, previous=previous, independent=independent or None,
                           id=id_column, record_epsilon=record_epsilon, record_delta=record_delta, bounds=bounds)
         _warn_seeded(spec.seed)
-        if audit_release:
-            from ..release.audit import check_audit_options
-
-            check_audit_options(trials, 0.95)
-            if spec.model_from_data:
-                raise InvalidParameterError("--audit: not with --model-from-data (the audit would draw the private "
-                                            "rows into the public report); run `distpriv audit` instead")
-        from ..release.audit_report import audit_figures, audit_progress, audit_sections
-        from ..release.outdir import OutputFolder
-        from ..release.progress import Stages
-
-        folder = OutputFolder(out, force=force) if out is not None else None
-        checked = None
-        with folder or _nullcontext():
-            with Stages("distpriv release") as stages:
-                stages.step("reading the data and modelling f_θ")
-                prep = prepare(spec)
-                stages.step("choosing the mechanism and drawing the noise")
-                result = release(prep)
-            if audit_release:  # its own progress bar (one live display at a time)
-                with audit_progress("auditing") as tick:
-                    checked = audit(result.prepared, result.selection, trials=trials, progress=tick)
-            if folder is not None:
-                from ..release.output import write_release
-
-                assert folder.path is not None
-                extra = None if checked is None else (audit_sections(checked), audit_figures(checked.reports))
-                with Stages("distpriv release") as stages:
-                    stages.step("writing the report")
-                    write_release(result, folder.path, extra=extra)
-                folder.commit()
+        check_run(spec, audit=audit_release, trials=trials)  # policy before any data is read
+        run = run_release(spec, out=out, force=force, audit=audit_release, trials=trials)
+        result, checked = run.result, run.audit
         from ..release.public import curator_lines
+        from .arguments import flag_for
 
-        for line in curator_lines(result.curator_notes):  # private facts for the curator alone, never in a file
+        for line in curator_lines(result.curator_notes, flag_for):  # private facts for the curator alone, never in a file
             print(line, file=sys.stderr)
         _warn_public(result)
         if fmt == "json":
-            doc = result.to_json()
-            if checked is not None:
-                doc["audit"] = checked.to_dict()
-            print(dumps(doc))
+            print(dumps(run.to_json()))
         else:
+            from ..release.audit_report import audit_sections
             from ..release.public import public_context
             from ..release.render import release_sections
 
@@ -324,7 +289,12 @@ def register(app: typer.Typer) -> None:
         failed; 2: bad input.
         """
         from ..formatting import check_format, dumps
-        from ..release.audit import EXIT_REFUTED, check_audit_options, load_audit_model
+        from ..release.audit import (
+            EXIT_REFUTED,
+            audit_release,
+            check_audit_options,
+            load_audit_model,
+        )
         from ..release.audit_report import audit_figures, audit_progress, audit_sections
         from ..release.core import prepare, select
         from ..release.noise import plan_noise
@@ -351,7 +321,7 @@ def register(app: typer.Typer) -> None:
                 stages.step("choosing the mechanism")
                 sel = select(prep)
             with audit_progress("auditing") as tick:
-                res = audit(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
+                res = audit_release(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
                             progress=tick)
             with audit_progress("side-channel check") as tick:
                 side = side_channel_check(prep, release_args, runs=runs, progress=tick)

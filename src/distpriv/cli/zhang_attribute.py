@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["register", "zhang_attribute"]
-
 
 def zhang_attribute(
     format: str = typer.Option("md", "--format", help="json or md"),

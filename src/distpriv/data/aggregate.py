@@ -40,17 +40,6 @@ from ..queries import Predicate, Query, as_predicate, as_query
 from .expressions import check_names, contribution_expr, missing_expr, predicate_expr, used_columns
 from .sources import Table, engine_errors, list_preview, open_table
 
-__all__ = [
-    "KAPPA_MAX",
-    "MISSING_POLICIES",
-    "Prepared",
-    "TableSummary",
-    "count_rows",
-    "missing_counts",
-    "prepare",
-    "summarize",
-]
-
 #: Largest tolerated ratio (Σv²/N)/S before the centred second pass (≈ 3 of 16 digits lost at most).
 KAPPA_MAX = 1e3
 #: Missing-value policies: refuse the table, or drop rows with a missing used cell.
@@ -273,7 +262,7 @@ def summarize(
     if np.any(~np.isfinite(lo[present])) or np.any(~np.isfinite(hi[present])):
         cols = sorted({s.column for j, s in enumerate(q.statistics)
                        if s.column and (np.any(~np.isfinite(lo[present, j])) or np.any(~np.isfinite(hi[present, j])))})
-        raise InvalidParameterError(f"{what}: columns {list_preview(cols)} contain infinite values")
+        raise InvalidParameterError(f"columns {list_preview(cols)} contain infinite values", argument=what)
     _cross(complete, m, first, cross)
     ok_frame = prep.frame.filter(nw.col(OK))
     for chunk in rest:
@@ -351,16 +340,16 @@ def _check_missing(rows: list[dict[str, Any]], prep: Prepared, policy: str) -> t
     total = sum(int(r[N]) for r in rows)
     miss = _missing_cells(prep, rows)
     if total == 0:
-        raise InvalidParameterError(f"{what}: the table has no rows")
+        raise InvalidParameterError("the table has no rows", argument=what)
     bad = {c: k for c, k in miss.items() if k}
     if bad and policy == "error":
         shown = list_preview([f"{c} ({k})" for c, k in bad.items()])
         raise InvalidParameterError(
-            f"{what}: missing values (null or NaN) in used columns {shown}; drop those rows with "
-            "missing='drop' (--missing drop)"
+            f"missing values (null or NaN) in used columns {shown}; drop those rows with "
+            "missing='drop' (--missing drop)", argument=what
         )
     if not any(int(r[N]) for r in rows if r[OK]):
-        raise InvalidParameterError(f"{what}: no rows left after dropping {total} rows with missing values")
+        raise InvalidParameterError(f"no rows left after dropping {total} rows with missing values", argument=what)
     return total, miss
 
 
@@ -380,7 +369,7 @@ def _check_counts(rows: list[dict[str, Any]], counts: NDArray[np.int64], what: s
     for r in rows:
         got[0 if r[G] else 1] = int(r[N])
     if not np.array_equal(got, counts):
-        raise EngineError(f"{what}: the table changed between aggregate passes ({counts.tolist()} then {got.tolist()} rows)")
+        raise EngineError(f"the table changed between aggregate passes ({counts.tolist()} then {got.tolist()} rows)", argument=what)
 
 
 def count_rows(data: Any, **open_options: Any) -> int:

@@ -24,18 +24,9 @@ from typing import Any
 
 import narwhals as nw
 
-from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
+from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError, arg
 from ..queries import Condition, Predicate, Query, Statistic
 from .sources import Table, list_preview
-
-__all__ = [
-    "column_kind",
-    "condition_expr",
-    "contribution_expr",
-    "missing_expr",
-    "predicate_expr",
-    "used_columns",
-]
 
 _ORDERING = (">", ">=", "<", "<=")
 _TRUE = ("true", "1", "yes", "y", "t")
@@ -109,17 +100,17 @@ def text_number_hint(table: Table, column: str, limit: int = 200) -> str:
         return ""
     digits = bad.replace(",", "").replace(".", "").replace(" ", "").lstrip("+-")
     if digits.isdigit() and "," in bad and "." in bad:
-        fix = ("read it with --decimal ',' --thousands '.'" if bad.rindex(",") > bad.rindex(".")
-               else "read it with --thousands ','")
+        fix = (f"read it with {arg('decimal')} ',' {arg('thousands')} '.'" if bad.rindex(",") > bad.rindex(".")
+               else f"read it with {arg('thousands')} ','")
     elif digits.isdigit() and "," in bad:
         if bad.count(",") == 1 and len(bad.split(",")[1]) != 3:
-            fix = "read numbers with a decimal comma with --decimal ','"
+            fix = f"read numbers with a decimal comma with {arg('decimal')} ','"
         else:
-            fix = "read numbers with thousands separators with --thousands ','"
+            fix = f"read numbers with thousands separators with {arg('thousands')} ','"
     elif digits.isdigit() and bad.count(".") > 1:
-        fix = "read it with --decimal ',' --thousands '.'"
+        fix = f"read it with {arg('decimal')} ',' {arg('thousands')} '.'"
     else:
-        fix = "if it marks a missing value, list it in --na-values"
+        fix = f"if it marks a missing value, list it in {arg('na_values')}"
     return f" (it holds text such as {bad!r}, which is not a number; {fix})"
 
 
@@ -138,13 +129,13 @@ def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") ->
             if not hint and table.files:
                 hint = text_number_hint(table, cond.column)
             raise InvalidParameterError(
-                f"{what}: operator {cond.op!r} needs a numeric column, but {cond.column!r} holds labels{hint} "
-                f"(in {table.what})"
+                f"operator {cond.op!r} needs a numeric column, but {cond.column!r} holds labels{hint} "
+                f"(in {table.what})", argument=what
             )
         if cats is not None and cond.value not in cats:
             raise UnknownLabelError(
-                f"{what}: {cond.value!r} is not a value of column {cond.column!r}; known values are "
-                f"{list_preview(cats)}"
+                f"{cond.value!r} is not a value of column {cond.column!r}; known values are "
+                f"{list_preview(cats)}", argument=what
             )
         text = col if dtype == nw.String else col.cast(nw.String)
         return text == cond.value if cond.op == "=" else text != cond.value
@@ -153,7 +144,7 @@ def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") ->
         # CSV readers turn yes/no, y/n, t/f columns into booleans: accept the words they read as such
         if lowered not in _TRUE + _FALSE:
             raise InvalidParameterError(
-                f"{what}: column {cond.column!r} is boolean; value must be true/false, got {cond.value!r}"
+                f"column {cond.column!r} is boolean; value must be true/false, got {cond.value!r}", argument=what
             )
         target = 1.0 if lowered in _TRUE else 0.0
     else:
@@ -161,10 +152,10 @@ def condition_expr(cond: Condition, table: Table, *, what: str = "predicate") ->
             target = float(cond.value)
         except ValueError:
             raise InvalidParameterError(
-                f"{what}: column {cond.column!r} is numeric ({dtype}); cannot compare it with {cond.value!r}"
+                f"column {cond.column!r} is numeric ({dtype}); cannot compare it with {cond.value!r}", argument=what
             ) from None
         if math.isnan(target):
-            raise InvalidParameterError(f"{what}: comparison value for {cond.column!r} must not be NaN")
+            raise InvalidParameterError(f"comparison value for {cond.column!r} must not be NaN", argument=what)
     x = col.cast(nw.Float64)
     ops = {
         "=": x == target,
@@ -201,8 +192,8 @@ def contribution_expr(stat: Statistic, table: Table) -> nw.Expr:
     table.check_columns([stat.column], what)
     dtype = table.schema[stat.column]
     if column_kind(dtype) == "label":
-        raise InvalidTypeError(f"{what}: {stat.kind} needs a numeric column, {stat.column!r} has dtype {dtype} in "
-                               f"{table.what}{text_number_hint(table, stat.column)}")
+        raise InvalidTypeError(f"{stat.kind} needs a numeric column, {stat.column!r} has dtype {dtype} in "
+                               f"{table.what}{text_number_hint(table, stat.column)}", argument=what)
     expr = nw.col(stat.column).cast(nw.Float64)
     for col, lo, hi in getattr(table, "clamp", ()):  # declared bounds (record-level DP): clamp the contribution
         if col == stat.column:

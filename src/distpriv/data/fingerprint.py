@@ -42,9 +42,6 @@ from numpy.typing import NDArray
 from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from .sources import Table, engine_errors, open_table, quote_ident
 
-__all__ = ["CELL_SCHEME", "FINGERPRINT_SCHEME", "canonical_sql", "cell_fingerprints", "new_fingerprint_key",
-           "normalise_name", "normalised_row_hashes", "row_fingerprints"]
-
 #: Identifier of the fingerprint scheme (stored next to fingerprints so that schemes never mix).
 FINGERPRINT_SCHEME = "distpriv-row-md5-64/v1"
 
@@ -141,11 +138,11 @@ def _fingerprint_relation(con: Any, rel: Any, key_hex: str, *, count_first: bool
             for batch in reader:
                 values = np.asarray(batch.column(0).to_numpy(zero_copy_only=False), dtype=np.uint64)
                 if filled + values.size > total:
-                    raise EngineError("data: the table changed while computing fingerprints")
+                    raise EngineError("the table changed while computing fingerprints", argument="data")
                 out[filled : filled + values.size] = values
                 filled += values.size
             if filled != total:
-                raise EngineError("data: the table changed while computing fingerprints")
+                raise EngineError("the table changed while computing fingerprints", argument="data")
     finally:
         con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
     out.sort()

@@ -43,8 +43,6 @@ from .sources import Table, _format, engine_errors, open_table, quote_ident
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["KEY", "Subsample", "stratified_sample"]
-
 #: Name of the random key column added inside the engine.
 KEY = "__dp_u"
 _INDEX = "__dp_i"
@@ -230,7 +228,7 @@ def stratified_sample(
     count = check_int(size, "size", minimum=1)
     s = check_int(seed, "seed", minimum=0)
     if s >= 2**63:
-        raise InvalidParameterError(f"seed: must be < 2**63 (engines take 64-bit signed seeds), got {s}")
+        raise InvalidParameterError(f"must be < 2**63 (engines take 64-bit signed seeds), got {s}", argument="seed")
     policy = check_choice(missing, "missing", MISSING_POLICIES)
     table = open_table(data, **open_options)
     check_names([KEY, _INDEX], table)

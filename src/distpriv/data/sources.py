@@ -34,20 +34,8 @@ from ..errors import (
     EngineError,
     InvalidParameterError,
     InvalidTypeError,
+    arg,
 )
-
-__all__ = [
-    "BACKENDS",
-    "NA_VALUES",
-    "SUFFIXES_CSV",
-    "SUFFIXES_PARQUET",
-    "SUPPORTED_INPUTS",
-    "Table",
-    "engine_errors",
-    "is_csv_input",
-    "list_preview",
-    "open_table",
-]
 
 SUFFIXES_CSV = (".csv", ".txt", ".tsv")
 SUFFIXES_PARQUET = (".parquet", ".pq", ".parq")
@@ -95,37 +83,42 @@ _CONVERT = re.compile(r'converting column "(.+?)"\. Could not convert string "(.
 
 
 def translate_engine_error(message: str, what: str, backend: str) -> str:
+    """One line for an engine's error, prefixed with ``what``: :func:`engine_error_text`."""
+    return f"{what}: {engine_error_text(message, what, backend)}"
+
+
+def engine_error_text(message: str, what: str, backend: str) -> str:
     """One line for an engine's error: for DuckDB's CSV errors the file, the line and the option that likely
-    fixes it (``--encoding``, ``--sep``, ``--na-values``/``--decimal``/``--thousands``); else its first line."""
+    fixes it (``encoding``, ``sep``, ``na_values``/``decimal``/``thousands``, written as ``{arg:…}``
+    references, :func:`distpriv.errors.arg`); else its first line."""
     line = _CSV_LINE.search(message)
     if backend == "duckdb" and line is not None:
         fm = _CSV_FILE.search(message)
         where = f"{Path(fm.group(1)).name} line {line.group(1)}" if fm else f"line {line.group(1)}"
-        if fm is not None:
-            what = re.sub(r" \(.*\)$", "", what)  # "data (x.csv)": the file is named below
         conv = _CONVERT.search(message)
         low = message.lower()
-        pop = what.startswith("--population")
-        enc_opt = "--encoding (or --population-encoding)" if pop else "--encoding"
-        sep_opt = "--sep (or --population-sep)" if pop else "--sep"
+        pop = what.startswith("population")
+        enc_opt = f"{arg('encoding')} (or {arg('population_encoding')})" if pop else arg("encoding")
+        sep_opt = f"{arg('sep')} (or {arg('population_sep')})" if pop else arg("sep")
         if "utf-8" in low or "unicode" in low or "encod" in low:
-            return (f"{what}: cannot read {where}: the bytes are not valid in the expected encoding; give the "
+            return (f"cannot read {where}: the bytes are not valid in the expected encoding; give the "
                     f"file's encoding with {enc_opt} (e.g. latin-1)")
         if conv is not None:
-            return (f"{what}: cannot read {where}: column {conv.group(1)!r} holds {conv.group(2)!r}, not a number "
-                    "like the rows before it; if it marks a missing value add it to --na-values, if it is a number "
-                    "written with separators give --decimal/--thousands")
+            return (f"cannot read {where}: column {conv.group(1)!r} holds {conv.group(2)!r}, not a number "
+                    f"like the rows before it; if it marks a missing value add it to {arg('na_values')}, if it is a "
+                    f"number written with separators give {arg('decimal')}/{arg('thousands')}")
         if "column" in low and ("expected" in low or "too many" in low or "number of columns" in low):
-            return (f"{what}: cannot read {where}: the row has a different number of columns than the header; "
+            return (f"cannot read {where}: the row has a different number of columns than the header; "
                     f"give the delimiter with {sep_opt} (e.g. ';')")
         if "quote" in low:
-            return f"{what}: cannot read {where}: an unterminated quoted value; check the delimiter ({sep_opt})"
+            return f"cannot read {where}: an unterminated quoted value; check the delimiter ({sep_opt})"
         first = next((ln.strip() for ln in message.splitlines()[1:] if ln.strip()), "")
-        return f"{what}: cannot read {where}: {first[:200]}; check --sep, --encoding and --na-values"
+        return (f"cannot read {where}: {first[:200]}; check {arg('sep')}, {arg('encoding')} and "
+                f"{arg('na_values')}")
     first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
     if len(first) > 300:
         first = first[:297] + "..."
-    return f"{what}: {backend} engine error: {first}"
+    return f"{backend} engine error: {first}"
 
 
 @contextlib.contextmanager
@@ -137,10 +130,12 @@ def engine_errors(what: str, backend: str) -> Iterator[None]:
     except DistPrivError:
         raise
     except MemoryError:
-        raise EngineError(f"{what}: the {backend} engine ran out of memory") from None
+        raise EngineError(f"the {backend} engine ran out of memory", argument=what) from None
     except Exception as exc:  # engines raise many unrelated types
         text = str(exc) if str(exc).strip() else type(exc).__name__
-        raise EngineError(translate_engine_error(text, what, backend)) from None
+        # "data (x.csv)": a DuckDB CSV error names the file itself, so the argument is the input alone
+        base = re.sub(r" \(.*\)$", "", what) if _CSV_FILE.search(text) and _CSV_LINE.search(text) else what
+        raise EngineError(engine_error_text(text, what, backend), argument=base) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +157,7 @@ class Table:
     connection:
         The DuckDB connection owning ``native`` for file inputs, else ``None``.
     what:
-        The argument name used in error messages (``"data"``, ``"--population"``, ...).
+        The argument name used in error messages (``"data"``, ``"population"``, ...).
     """
 
     frame: nw.LazyFrame[Any]
@@ -204,16 +199,16 @@ class Table:
                 hint = (f" (a name containing operators such as {near[0]!r} needs backticks: `{near[0]}`)"
                         if near else "")
                 raise InvalidParameterError(
-                    f"{purpose}: unknown column {col!r} in {self.what}{hint}; available columns are "
-                    f"{list_preview(list(schema))}"
+                    f"unknown column {col!r} in {self.what}{hint}; available columns are "
+                    f"{list_preview(list(schema))}", argument=purpose
                 )
         if self.files:
             for col in columns:
                 absent = [f.name for f, cols in zip(self.files, self.file_columns, strict=True) if col not in cols]
                 if absent:
                     raise InvalidParameterError(
-                        f"{self.what}: column {col!r} is missing from {len(absent)} of {len(self.files)} files: "
-                        f"{list_preview(absent)}"
+                        f"column {col!r} is missing from {len(absent)} of {len(self.files)} files: "
+                        f"{list_preview(absent)}", argument=self.what
                     )
 
     def __repr__(self) -> str:
@@ -229,25 +224,25 @@ def _is_pathlike(data: Any) -> bool:
 def _expand(data: Any, what: str) -> list[Path]:
     items = [data] if _is_pathlike(data) else list(data)
     if not items:
-        raise InvalidParameterError(f"{what}: the list of files is empty")
+        raise InvalidParameterError("the list of files is empty", argument=what)
     out: list[Path] = []
     for item in items:
         if not _is_pathlike(item):
-            raise InvalidTypeError(f"{what}: a list of inputs must hold file paths or globs, got {type(item).__name__}")
+            raise InvalidTypeError(f"a list of inputs must hold file paths or globs, got {type(item).__name__}", argument=what)
         text = os.path.expanduser(os.fspath(item))
         if glob.has_magic(text):
             hits = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
             if not hits:
-                raise DataUnavailableError(f"{what}: no file matches {text!r}")
+                raise DataUnavailableError(f"no file matches {text!r}", argument=what)
             out.extend(Path(p) for p in hits)
         else:
             p = Path(text)
             if p.is_dir():
                 raise InvalidParameterError(
-                    f"{what}: {p} is a directory; pass a glob such as '{p / '*.parquet'}'"
+                    f"{p} is a directory; pass a glob such as '{p / '*.parquet'}'", argument=what
                 )
             if not p.is_file():
-                raise DataUnavailableError(f"{what}: file not found: {p}")
+                raise DataUnavailableError(f"file not found: {p}", argument=what)
             out.append(p)
     return list(dict.fromkeys(out))
 
@@ -262,8 +257,8 @@ def _format(path: Path, what: str) -> str:
     if suffix in SUFFIXES_CSV or suffix == "":
         return "csv"
     raise InvalidParameterError(
-        f"{what}: unsupported file type {suffix!r} for {path}; expected CSV ({', '.join(SUFFIXES_CSV)}) "
-        f"or Parquet ({', '.join(SUFFIXES_PARQUET)})"
+        f"unsupported file type {suffix!r} for {path}; expected CSV ({', '.join(SUFFIXES_CSV)}) "
+        f"or Parquet ({', '.join(SUFFIXES_PARQUET)})", argument=what
     )
 
 
@@ -271,15 +266,15 @@ def _duckdb_encoding(encoding: str | None, what: str) -> str | None:
     if encoding is None:
         return None
     if not isinstance(encoding, str):
-        raise InvalidTypeError(f"encoding: expected a string such as 'latin-1', got {type(encoding).__name__}")
+        raise InvalidTypeError(f"expected a string such as 'latin-1', got {type(encoding).__name__}", argument="encoding")
     try:
         name = codecs.lookup(encoding).name
     except LookupError:
-        raise InvalidParameterError(f"encoding: unknown encoding {encoding!r}") from None
+        raise InvalidParameterError(f"unknown encoding {encoding!r}", argument="encoding") from None
     if name not in _DUCKDB_ENCODINGS:
         raise InvalidParameterError(
-            f"encoding: {encoding!r} is not supported for lazy CSV scans; use one of utf-8, utf-16, latin-1 "
-            "(or read the file with pandas and pass the DataFrame)"
+            f"{encoding!r} is not supported for lazy CSV scans; use one of utf-8, utf-16, latin-1 "
+            "(or read the file with pandas and pass the DataFrame)", argument="encoding"
         )
     return _DUCKDB_ENCODINGS[name]
 
@@ -291,19 +286,19 @@ def check_na_values(na_values: Any) -> tuple[str, ...]:
     if isinstance(na_values, str):
         na_values = na_values.split(",")
     if not isinstance(na_values, (list, tuple)) or not all(isinstance(v, str) for v in na_values):
-        raise InvalidTypeError(f"--na-values: expected strings such as 'NA,-999', got {na_values!r}")
+        raise InvalidTypeError(f"expected strings such as 'NA,-999', got {na_values!r}", argument="na_values")
     return tuple(dict.fromkeys(["", *(v.strip() for v in na_values)]))
 
 
 def check_number_format(decimal: Any, thousands: Any) -> tuple[str | None, str | None]:
     """Validate ``decimal`` ('.' or ',') and ``thousands`` (one character, not the decimal mark)."""
     if decimal is not None and decimal not in (".", ","):
-        raise InvalidParameterError(f"--decimal: expected '.' or ',', got {decimal!r}")
+        raise InvalidParameterError(f"expected '.' or ',', got {decimal!r}", argument="decimal")
     if thousands is not None and (not isinstance(thousands, str) or len(thousands) != 1 or thousands.isalnum()):
-        raise InvalidParameterError(f"--thousands: expected one separator character such as ',' or '.', got "
-                                    f"{thousands!r}")
+        raise InvalidParameterError(f"expected one separator character such as ',' or '.', got "
+                                    f"{thousands!r}", argument="thousands")
     if thousands is not None and thousands == (decimal or "."):
-        raise InvalidParameterError(f"--thousands: {thousands!r} is also the decimal mark; give --decimal as well")
+        raise InvalidParameterError(f"{thousands!r} is also the decimal mark; give {arg('decimal')} as well", argument="thousands")
     return decimal, thousands
 
 
@@ -341,10 +336,10 @@ def _open_files(
     formats = {p: _format(p, what) for p in paths}
     kinds = set(formats.values())
     if len(kinds) > 1:
-        raise InvalidParameterError(f"{what}: cannot mix CSV and Parquet files in one table")
+        raise InvalidParameterError("cannot mix CSV and Parquet files in one table", argument=what)
     kind = kinds.pop()
     if sep is not None and (not isinstance(sep, str) or len(sep) != 1):
-        raise InvalidParameterError(f"sep: expected a single character such as ';', got {sep!r}")
+        raise InvalidParameterError(f"expected a single character such as ';', got {sep!r}", argument="sep")
     enc = _duckdb_encoding(encoding, what)
     if kind == "parquet" and (sep is not None or enc is not None):
         raise InvalidParameterError(f"sep, encoding: only apply to CSV files, but {what} is Parquet")
@@ -387,7 +382,7 @@ def _open_files(
     for p, cols in zip(paths, file_columns, strict=True):
         dupes = sorted({c for c in cols if cols.count(c) > 1})
         if dupes:
-            raise InvalidParameterError(f"{what}: {p.name} has repeated column names {list_preview(dupes)}")
+            raise InvalidParameterError(f"{p.name} has repeated column names {list_preview(dupes)}", argument=what)
     with engine_errors(what, "duckdb"):
         rel = read([str(p) for p in paths])
         index_cols = [c for c in rel.columns if _PANDAS_INDEX.match(c)]
@@ -417,17 +412,17 @@ def _wrap_frame(data: Any, what: str) -> Table:
         except nw.exceptions.DuplicateError:
             cols = [str(c) for c in data.columns]
             dupes = sorted({c for c in cols if cols.count(c) > 1})
-            raise InvalidParameterError(f"{what}: repeated column names {list_preview(dupes)}") from None
+            raise InvalidParameterError(f"repeated column names {list_preview(dupes)}", argument=what) from None
         except TypeError:
             raise InvalidTypeError(
-                f"{what}: unsupported input type {type(data).__module__}.{type(data).__name__}; expected "
-                f"{SUPPORTED_INPUTS}"
+                f"unsupported input type {type(data).__module__}.{type(data).__name__}; expected "
+                f"{SUPPORTED_INPUTS}", argument=what
             ) from None
     backend = _IMPLEMENTATIONS.get(frame.implementation)
     if backend is None:
         raise InvalidTypeError(
-            f"{what}: unsupported frame type {type(data).__name__} ({frame.implementation.value}); expected "
-            f"{SUPPORTED_INPUTS}"
+            f"unsupported frame type {type(data).__name__} ({frame.implementation.value}); expected "
+            f"{SUPPORTED_INPUTS}", argument=what
         )
     if isinstance(frame, nw.DataFrame):
         with engine_errors(what, backend):
@@ -500,7 +495,7 @@ def open_table(
         return _open_files(paths, what=what, sep=sep, encoding=encoding, strip=strip, duckdb_config=duckdb_config,
                            na_values=na_values, decimal=decimal, thousands=thousands)
     if isinstance(data, (list, tuple)):
-        raise InvalidTypeError(f"{what}: a list of inputs must hold file paths or globs; expected {SUPPORTED_INPUTS}")
+        raise InvalidTypeError(f"a list of inputs must hold file paths or globs; expected {SUPPORTED_INPUTS}", argument=what)
     if sep is not None or encoding is not None:
         raise InvalidParameterError("sep, encoding: only apply to CSV file inputs, not to frames")
     if na_values is not None or decimal is not None or thousands is not None:

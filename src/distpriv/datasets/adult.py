@@ -45,20 +45,6 @@ import pandas as pd
 from .._validation import RngLike, as_rng, check_int, check_positive
 from ..errors import DataUnavailableError, DistPrivError, InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "ADULT_COLUMNS",
-    "ADULT_FILES",
-    "ADULT_N_CLEAN",
-    "ADULT_N_RAW",
-    "ADULT_SHA256",
-    "UCI_ADULT_URL",
-    "AdultSplit",
-    "cache_dir",
-    "clear_memory_cache",
-    "load_adult",
-    "split_adult",
-]
-
 #: Base URL of the UCI archive copy of the data set.
 UCI_ADULT_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 

@@ -48,14 +48,6 @@ import pandas as pd
 from .._validation import RngLike, as_rng, check_array, check_int, check_positive
 from ..errors import DataUnavailableError, InvalidParameterError
 
-__all__ = [
-    "MANHATTAN_BBOX",
-    "MANHATTAN_INNER_BBOX",
-    "CheckinData",
-    "load_foursquare",
-    "synthetic_checkins",
-]
-
 # (lon0, lat0, lon1, lat1): ~11 km × 10 km around Manhattan; 1° lon ≈ 84.3 km, 1° lat ≈ 111 km at 40.75° N
 MANHATTAN_BBOX = (-74.030, 40.700, -73.900, 40.790)
 # the central ~10 km × 9 km (input set X of the paper)
@@ -209,7 +201,7 @@ def load_foursquare(
     cp, pp = Path(checkins_path), Path(pois_path)
     for p, nm in ((cp, "checkins_path"), (pp, "pois_path")):
         if not p.is_file():
-            raise DataUnavailableError(f"{nm}: file not found: {p}")
+            raise DataUnavailableError(f"file not found: {p}", argument=nm)
     chk = pd.read_csv(
         cp, sep="\t", header=None, names=["user_id", "venue_id", "utc_raw", "tz_offset"],
         encoding="latin-1", dtype={"venue_id": str},

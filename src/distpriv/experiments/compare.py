@@ -255,4 +255,3 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(text) + "\n"
 
 
-__all__ = ["MECHANISMS", "PROPERTIES", "figure", "run", "to_markdown"]

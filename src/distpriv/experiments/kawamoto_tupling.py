@@ -160,7 +160,7 @@ def _sweeps(quick: bool, overrides: dict[str, Any]) -> dict[str, tuple[float, ..
     for key, val in overrides.items():
         if val is not None:
             if len(val) == 0:
-                raise InvalidParameterError(f"{key}: sweep must not be empty")
+                raise InvalidParameterError("sweep must not be empty", argument=key)
             base[key] = tuple(val)
     return base
 

@@ -367,4 +367,3 @@ def write_report(result: dict[str, Any], out: str | Path, timing: dict[str, floa
     return paths
 
 
-__all__ = ["PAPER", "differences", "hospital_setting", "run", "to_markdown", "write_report"]

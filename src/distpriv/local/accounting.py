@@ -37,21 +37,8 @@ from ..privacy_profile import Claim, PrivacyProfile
 from .mechanism import LocalMechanism
 from .tupling import Tupling
 
-__all__ = [
-    "EXACT_INPUTS",
-    "distp_delta",
-    "distp_divergence",
-    "distp_epsilon",
-    "distp_epsilon_pairs",
-    "distp_guarantee",
-    "dp_epsilon",
-    "privacy_profile",
-    "xdistp_epsilon",
-]
-
 #: The assumption of every exact local claim: the inputs follow the stated λ.
 EXACT_INPUTS: str = Assumption("the users' inputs follow exactly the given distributions λ", AssumptionCode.INPUT_LAWS)
-
 
 def _check_mech(mech: object) -> None:
     if not isinstance(mech, (LocalMechanism, Tupling)):

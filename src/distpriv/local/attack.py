@@ -21,8 +21,6 @@ from ..errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
 from .mechanism import Mechanism, check_distribution
 from .tupling import Tupling
 
-__all__ = ["BayesAttacker", "attack_success_rate"]
-
 
 class BayesAttacker:
     """Bayes-decision-rule attacker against a :class:`Mechanism` or :class:`Tupling`.

@@ -37,18 +37,11 @@ from ..privacy_profile import Claim, PrivacyProfile
 from .coupling_accounting import WorstCase, worst_case
 from .mechanism import Mechanism, check_distribution
 
-__all__ = [
-    "CouplingMechanism",
-    "coupling_theorem3",
-    "north_west_corner",
-    "optimal_coupling",
-]
-
 
 def _prob(v: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = np.asarray(v, dtype=float)
     if arr.ndim != 1:
-        raise InvalidTypeError(f"{name}: expected a 1-D probability vector, got shape {arr.shape}")
+        raise InvalidTypeError(f"expected a 1-D probability vector, got shape {arr.shape}", argument=name)
     return check_distribution(arr, arr.size, name)
 
 
@@ -133,7 +126,7 @@ def _accuracy(value: float, name: str) -> float:
         return math.inf
     e = check_real(value, name)
     if e < 0:
-        raise InvalidParameterError(f"{name}: must be >= 0, got {e}")
+        raise InvalidParameterError(f"must be >= 0, got {e}", argument=name)
     return e
 
 

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MAX_FREE", "WorstCase", "ball", "extreme_lift", "vertices", "worst_case"]
-
 #: Vertex enumeration for at most this many free coordinates per context.
 MAX_FREE = 12
 #: Relative padding of the computed suprema (floating-point rounding of the sums; the claim must hold).

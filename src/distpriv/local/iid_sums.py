@@ -14,7 +14,7 @@ matter, and the grid bounds become loose (δ up to 46× the exact value, KL boun
 Here the atoms are split into *rare* atoms R (the far-out values, total mass ν(R) small) and the
 *bulk*. Conditioning on the counts c = (c_y)_{y ∈ R} of rare draws (a multinomial, enumerated
 exactly up to a total r_max) leaves a sum of n − |c| i.i.d. bulk draws, whose law is put on a grid
-by the mean-preserving split of :func:`~distpriv.local.tupling_accounting._split_grid` and
+by the mean-preserving split of :func:`_split_grid` and
 convolved by FFT. Bounds:
 
 * hinge: E[(s + S_grid)^+] >= E[(s + S)^+] (mean-preserving spread, convex function) and
@@ -40,8 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
-
-__all__ = ["EXACT_LIMIT", "IidSum"]
 
 #: Enumerate every multiset of the n draws when there are at most this many.
 EXACT_LIMIT = 50_000
@@ -81,6 +79,28 @@ def _log_multinomial(counts: NDArray[np.int64], logp: NDArray[np.float64], rest:
     return np.asarray(head + terms + (rest * log_rest if rest else 0.0), dtype=np.float64)
 
 
+def _split_grid(
+    values: NDArray[np.float64], probs: NDArray[np.float64], n: int
+) -> tuple[NDArray[np.float64], float, float]:
+    """Mean-preserving split of a discrete law onto a grid of ``n`` intervals spanning [min, max]."""
+    # ``n`` intervals, n + 1 points: grids with 2^j intervals are nested, so a
+    # coarser split is a further mean-preserving spread of a finer one.
+    vmin = float(values.min())
+    vmax = float(values.max())
+    if vmax <= vmin:
+        point = np.zeros(n + 1)
+        point[0] = 1.0
+        return point, vmin, 0.0
+    h = (vmax - vmin) / n
+    u = (values - vmin) / h
+    lo = np.clip(np.floor(u).astype(np.int64), 0, n - 1)
+    frac = np.clip(u - lo, 0.0, 1.0)
+    size = n + 1
+    pmf = np.asarray(np.bincount(lo, probs * (1.0 - frac), minlength=size)
+                     + np.bincount(lo + 1, probs * frac, minlength=size), dtype=np.float64)
+    return pmf, vmin, h
+
+
 @dataclass(frozen=True)
 class _Block:
     """Rare draws with a given total r: shifts s_c = Σ c_y x_y and probabilities, plus the bulk sum law of n − r draws."""
@@ -103,7 +123,6 @@ class IidSum:
     """
 
     def __init__(self, values: NDArray[np.float64], probs: NDArray[np.float64], n: int, *, bins: int = 1024) -> None:
-        from .tupling_accounting import _split_grid
 
         keep = probs > 0
         self.values = np.asarray(values, dtype=float)[keep]

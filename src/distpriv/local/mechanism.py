@@ -36,16 +36,6 @@ from .._validation import (
 )
 from ..errors import InvalidParameterError, InvalidTypeError
 
-__all__ = [
-    "LocalMechanism",
-    "Mechanism",
-    "check_distribution",
-    "check_stochastic_matrix",
-    "point_distribution",
-    "sequential_independent",
-    "sequential_shared",
-]
-
 _ROW_ATOL = 1e-8
 
 
@@ -53,15 +43,15 @@ def check_stochastic_matrix(matrix: ArrayLike, name: str = "matrix") -> NDArray[
     """A 2-D float array with entries >= 0 and rows summing to 1 (within 1e-8)."""
     m = check_array(matrix, name, ndim=2)
     if m.shape[0] == 0 or m.shape[1] == 0:
-        raise InvalidParameterError(f"{name}: must have at least one row and one column, got shape {m.shape}")
+        raise InvalidParameterError(f"must have at least one row and one column, got shape {m.shape}", argument=name)
     if np.any(m < 0):
         i, j = np.argwhere(m < 0)[0]
-        raise InvalidParameterError(f"{name}: entries must be >= 0, got {m[i, j]:.3g} at [{i}, {j}]")
+        raise InvalidParameterError(f"entries must be >= 0, got {m[i, j]:.3g} at [{i}, {j}]", argument=name)
     sums = m.sum(axis=1)
     bad = np.abs(sums - 1.0) > _ROW_ATOL
     if np.any(bad):
         i = int(np.argmax(bad))
-        raise InvalidParameterError(f"{name}: every row must sum to 1, row {i} sums to {sums[i]:.12g}")
+        raise InvalidParameterError(f"every row must sum to 1, row {i} sums to {sums[i]:.12g}", argument=name)
     return m
 
 
@@ -69,9 +59,9 @@ def check_distribution(lam: ArrayLike, n: int, name: str = "lam") -> NDArray[np.
     """A probability vector of length ``n`` (clear error for the wrong length)."""
     arr = np.asarray(lam, dtype=float)
     if arr.ndim != 1:
-        raise InvalidTypeError(f"{name}: expected a 1-D probability vector, got shape {arr.shape}")
+        raise InvalidTypeError(f"expected a 1-D probability vector, got shape {arr.shape}", argument=name)
     if arr.size != n:
-        raise InvalidParameterError(f"{name}: expected a distribution over {n} inputs, got length {arr.size}")
+        raise InvalidParameterError(f"expected a distribution over {n} inputs, got length {arr.size}", argument=name)
     arr = np.where((arr < 0) & (arr > -1e-15), 0.0, arr)
     return check_probability_vector(arr, name, atol=1e-8)
 

@@ -27,24 +27,14 @@ from .._validation import check_array, check_epsilon, check_int, check_positive
 from ..errors import InvalidParameterError
 from .mechanism import Mechanism
 
-__all__ = [
-    "check_cost",
-    "euclidean_cost",
-    "exponential_mechanism",
-    "planar_gaussian",
-    "planar_laplace",
-    "randomized_response",
-    "restricted_laplace",
-]
-
 
 def check_cost(cost: ArrayLike, name: str = "cost") -> NDArray[np.float64]:
     """A non-empty 2-D array of finite, non-negative distances ``d(x, y)``."""
     d = check_array(cost, name, ndim=2)
     if d.size == 0:
-        raise InvalidParameterError(f"{name}: must not be empty")
+        raise InvalidParameterError("must not be empty", argument=name)
     if np.any(d < 0):
-        raise InvalidParameterError(f"{name}: distances must be >= 0, got min {d.min():.3g}")
+        raise InvalidParameterError(f"distances must be >= 0, got min {d.min():.3g}", argument=name)
     return d
 
 

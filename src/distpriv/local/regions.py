@@ -20,8 +20,6 @@ from .._validation import check_array, check_int, check_positive
 from ..errors import InvalidParameterError
 from .point import euclidean_cost
 
-__all__ = ["Regions", "build_regions"]
-
 
 @dataclass(frozen=True)
 class Regions:

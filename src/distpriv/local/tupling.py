@@ -32,8 +32,6 @@ from ..privacy_profile import PrivacyProfile
 from .mechanism import Mechanism, check_distribution, check_stochastic_matrix
 from .tupling_accounting import EpsilonResult, Theorem3Bound, TuplingAccountant
 
-__all__ = ["EpsilonResult", "Theorem3Bound", "Tupling"]
-
 
 class Tupling:
     """The (k, ν, A)-tupling mechanism ``Q^tp_{k,ν,A}`` (tupling paper Algorithm 1).

@@ -59,13 +59,11 @@ from .._validation import RngLike, as_rng, check_choice, check_delta, check_int,
 from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
 from ..privacy_profile import Claim, PrivacyProfile
-from .iid_sums import IidSum
+from .iid_sums import IidSum, _split_grid
 from .mechanism import check_distribution
 
 if TYPE_CHECKING:
     from .tupling import Tupling
-
-__all__ = ["EpsilonResult", "Theorem3Bound", "TuplingAccountant"]
 
 _EPS_MACHINE = float(np.finfo(float).eps)
 #: Finest bulk grid of the KL bounds with non-uniform dummies.
@@ -123,28 +121,6 @@ def _sum_pmf(pmf: NDArray[np.float64], terms: int) -> tuple[NDArray[np.float64],
     res = sfft.irfft(acc, size)[:out_len]
     noise = max(float(-res.min()), 0.0) + 4.0 * _EPS_MACHINE * max(float(res.max()), 0.0) * math.log2(size + 1)
     return np.clip(res, 0.0, None), noise
-
-
-def _split_grid(
-    values: NDArray[np.float64], probs: NDArray[np.float64], n: int
-) -> tuple[NDArray[np.float64], float, float]:
-    """Mean-preserving split of a discrete law onto a grid of ``n`` intervals spanning [min, max]."""
-    # ``n`` intervals, n + 1 points: grids with 2^j intervals are nested, so a
-    # coarser split is a further mean-preserving spread of a finer one.
-    vmin = float(values.min())
-    vmax = float(values.max())
-    if vmax <= vmin:
-        point = np.zeros(n + 1)
-        point[0] = 1.0
-        return point, vmin, 0.0
-    h = (vmax - vmin) / n
-    u = (values - vmin) / h
-    lo = np.clip(np.floor(u).astype(np.int64), 0, n - 1)
-    frac = np.clip(u - lo, 0.0, 1.0)
-    size = n + 1
-    pmf = np.asarray(np.bincount(lo, probs * (1.0 - frac), minlength=size)
-                     + np.bincount(lo + 1, probs * frac, minlength=size), dtype=np.float64)
-    return pmf, vmin, h
 
 
 class TuplingAccountant:

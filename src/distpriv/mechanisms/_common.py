@@ -13,7 +13,7 @@ from .._validation import check_array, check_delta, check_epsilon
 from ..calibration import check_calibration, max_distance
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Assumption, AssumptionCode
-from ..models import EmpiricalModel, GaussianModel, Pair, QueryModel, normalize_pairs, pair_stats
+from ..models import EmpiricalModel, GaussianModel, Pair, QueryModel, normalize_pairs
 
 TRANSLATION: str = Assumption("f_θi is a translation of f_θj for every (θi, θj) ∈ Ψ (Chen & Ohrimenko Sec. 5.1)",
                          AssumptionCode.TRANSLATION)
@@ -124,17 +124,36 @@ def labels_in(pairs: Sequence[Pair]) -> list[Hashable]:
     return out
 
 
-__all__ = [
-    "EQUAL_COV",
-    "GAUSSIAN",
-    "MODEL_IS_TRUTH",
-    "TRANSLATION",
-    "Inputs",
-    "as_gaussian",
-    "covariance_gap",
-    "d_max",
-    "direction_basis",
-    "labels_in",
-    "pair_stats",
-    "validate_inputs",
-]
+# Mahalanobis distances (here, not in gaussian_uncertainty, so that exact.py and gaussian_uncertainty.py both
+# use them without importing each other: issue 24 item 5, no import cycles)
+def _pinv_psd(s: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+    """Pseudo-inverse of a PSD matrix and whether it is (numerically) singular."""
+    w, u = np.linalg.eigh(s)
+    tol = 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+    inv = np.where(w > tol, 1.0 / np.where(w > tol, w, 1.0), 0.0)
+    return (u * inv) @ u.T, bool(np.any(w <= tol))
+
+
+def mahalanobis(diff: NDArray[np.float64], cov: NDArray[np.float64]) -> float:
+    """sqrt(dᵀ Σ⁻¹ d); ``inf`` when d has a component in the null space of Σ."""
+    inv, singular = _pinv_psd(cov)
+    q = float(diff @ inv @ diff)
+    if singular:
+        resid = diff - cov @ (inv @ diff)
+        if np.linalg.norm(resid) > 1e-9 * max(1.0, float(np.linalg.norm(diff))):
+            return float("inf")
+    return float(np.sqrt(max(q, 0.0)))
+
+
+def max_pair_distance(model: GaussianModel, pairs: tuple[Pair, ...], noise_cov: NDArray[np.float64]) -> float:
+    """max over Ψ and over Σ ∈ {Σ_θi, Σ_θj} of the Mahalanobis distance under Σ + Σ_Z.
+
+    Taking both covariances makes the check independent of which member of the pair is
+    used when the fitted covariances differ slightly.
+    """
+    worst = 0.0
+    for a, b in pairs:
+        d = model.mean(a) - model.mean(b)
+        for lab in (a, b):
+            worst = max(worst, mahalanobis(d, model.covariance(lab) + noise_cov))
+    return worst

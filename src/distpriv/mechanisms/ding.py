@@ -188,4 +188,3 @@ def account_ding(mech: Mechanism, g: GaussianModel, inp: Inputs) -> Mechanism:
     return mech
 
 
-__all__ = ["ding_laplace", "ding_radius", "kantorovich", "kantorovich_displacement", "monge_matrix"]

@@ -181,4 +181,3 @@ def _set_noise(mech: Mechanism, noise: NoiseLaw) -> None:
     noise.match(gaussian=gaussian, laplace=laplace, none=lambda: None)
 
 
-__all__ = ["EMPIRICAL_NAMES", "MIXTURE_PROFILE", "SAMPLES_LAW", "SAMPLES_TRUTH", "account_empirical", "applies"]

@@ -141,7 +141,7 @@ def account_gaussian(mech: Mechanism, inp: Inputs) -> Mechanism:
     assumptions = [GAUSSIAN_FIT if fitted else GAUSSIAN, MODEL_IS_TRUTH, EXACT_PROFILE]
     mech.guarantee = replace(mech.guarantee, delta=claimed, assumptions=tuple(assumptions), notes=tuple(notes))
     if "max_mahalanobis" in mech.details:
-        from .gaussian_uncertainty import max_pair_distance
+        from ._common import max_pair_distance
 
         mech.details["max_mahalanobis"] = max_pair_distance(g, inp.pairs, mech.noise_covariance)
         if gap > 1e-12:
@@ -241,5 +241,3 @@ def noiseless_profile(inp: Inputs) -> Profile:
     return proven_delta(g, inp.pairs, NoiseLaw.none(g.dim), inp.epsilon, rtol=1e-3)
 
 
-__all__ = ["EXACT_PROFILE", "GAUSSIAN_FIT", "NOT_EVALUATED", "account", "account_gaussian", "account_laplace",
-           "noise_only", "noiseless_profile"]

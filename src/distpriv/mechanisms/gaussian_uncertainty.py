@@ -35,53 +35,22 @@ from ..accounting.profile import Profile
 from ..calibration import gaussian_epsilon
 from ..errors import InvalidTypeError
 from ..guarantees import Calibration, Guarantee
-from ..models import GaussianModel, Pair, pair_stats
+from ..models import GaussianModel, pair_stats
 from ..noise import NoiseLaw
 from ._common import (
     EQUAL_COV,
     GAUSSIAN,
     MODEL_IS_TRUTH,
     Inputs,
+    _pinv_psd,
     as_gaussian,
     covariance_gap,
     d_max,
     direction_basis,
     labels_in,
+    max_pair_distance,
 )
 from .base import Mechanism
-
-
-def _pinv_psd(s: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
-    """Pseudo-inverse of a PSD matrix and whether it is (numerically) singular."""
-    w, u = np.linalg.eigh(s)
-    tol = 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
-    inv = np.where(w > tol, 1.0 / np.where(w > tol, w, 1.0), 0.0)
-    return (u * inv) @ u.T, bool(np.any(w <= tol))
-
-
-def mahalanobis(diff: NDArray[np.float64], cov: NDArray[np.float64]) -> float:
-    """sqrt(dᵀ Σ⁻¹ d); ``inf`` when d has a component in the null space of Σ."""
-    inv, singular = _pinv_psd(cov)
-    q = float(diff @ inv @ diff)
-    if singular:
-        resid = diff - cov @ (inv @ diff)
-        if np.linalg.norm(resid) > 1e-9 * max(1.0, float(np.linalg.norm(diff))):
-            return float("inf")
-    return float(np.sqrt(max(q, 0.0)))
-
-
-def max_pair_distance(model: GaussianModel, pairs: tuple[Pair, ...], noise_cov: NDArray[np.float64]) -> float:
-    """max over Ψ and over Σ ∈ {Σ_θi, Σ_θj} of the Mahalanobis distance under Σ + Σ_Z.
-
-    Taking both covariances makes the check independent of which member of the pair is
-    used when the fitted covariances differ slightly.
-    """
-    worst = 0.0
-    for a, b in pairs:
-        d = model.mean(a) - model.mean(b)
-        for lab in (a, b):
-            worst = max(worst, mahalanobis(d, model.covariance(lab) + noise_cov))
-    return worst
 
 
 def _gaussian_guarantee(inp: Inputs, name: str, theorem: str, g: GaussianModel, extra: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Guarantee:

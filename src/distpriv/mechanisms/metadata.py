@@ -14,8 +14,6 @@ from typing import Literal
 
 from .._validation import check_choice
 
-__all__ = ["AUTOMATIC", "CANDIDATES", "Baseline", "METADATA", "NOISELESS", "MechanismInfo", "info", "names_where"]
-
 NoiseFamily = Literal["laplace", "gaussian", "none"]
 #: The differential-privacy baselines (Chen & Ohrimenko Sec. 6.2): record-level DP, group DP with k = n.
 Baseline = Literal["dp", "groupdp"]

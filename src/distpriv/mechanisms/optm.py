@@ -51,8 +51,6 @@ from ..noise import NoiseLaw
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Mechanism
 
-__all__ = ["PAPER_CANDIDATES", "optm", "solve_sdp", "weight_matrix"]
-
 #: The papers' Gaussian mechanisms OptM compares itself with (Chen & Ohrimenko Sec. 5, App. B).
 PAPER_CANDIDATES: tuple[str, ...] = ("expm-gauss", "dirm-gauss", "eigm", "daum")
 #: Relative margin below D* the SDP is solved against (absorbs the solver's tolerance).

@@ -424,5 +424,3 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
     return mech
 
 
-__all__ = ["FiniteLoss", "PairBasis", "QuantizerMechanism", "coordinate_losses", "log_bin_masses", "pair_basis",
-           "quantizer_delta", "ssp_mean_release", "ssp_quantile_release", "ssp_quantizer"]

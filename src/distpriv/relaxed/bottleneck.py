@@ -33,8 +33,6 @@ from scipy.spatial.distance import cdist
 
 from .. import distances
 
-__all__ = ["max_w_infinity", "projection_lower_bound", "w_infinity_equal"]
-
 FloatArray = NDArray[np.float64]
 
 

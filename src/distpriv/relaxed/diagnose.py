@@ -46,9 +46,6 @@ from .gaps import (
 )
 from .theorems import PrivacyLoss, split_budget_theorem_5_7, theorem_5_6, theorem_5_7
 
-__all__ = ["Gaps", "diagnose", "divergence_gaps", "estimate_gaps", "half_budget_eta", "pooled_covariance", "research_eta",
-           "wasserstein_gap"]
-
 
 # --------------------------------------------------------------------------- η and Σ̄
 def research_eta(delta: float) -> float:

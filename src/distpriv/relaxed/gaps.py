@@ -39,7 +39,7 @@ def _samples(value: ArrayLike, name: str) -> FloatArray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.shape[0] < 2:
-        raise InvalidParameterError(f"{name}: need at least 2 samples, got {arr.shape[0]}")
+        raise InvalidParameterError(f"need at least 2 samples, got {arr.shape[0]}", argument=name)
     return arr
 
 

@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidParameterError
-from .core import ReleaseResult, prepare, release
+from .core import ReleaseResult
 from .spec import ReleaseSpec
-
-__all__ = ["protect"]
 
 _OPTIONS: tuple[str, ...] = ("names", "n", "samples", "calibration", "seed", "previous", "independent", "id", "missing", "sep",
             "encoding", "na_values", "decimal", "thousands", "population_sep", "population_encoding",
@@ -69,7 +67,9 @@ def protect(
         ``population_encoding`` (CSV options, as on the command line), ``interval_level`` (1 − α of the
         per-statistic intervals, default 0.95), ``record_epsilon``, ``record_delta`` and ``bounds``
         (``{"age": (17, 90)}`` or ``["age=17:90"]``): also (E, D)-differential privacy for one record replaced,
-        from the same noise draw (``result.record_guarantee``; :mod:`distpriv.release.record`).
+        from the same noise draw (``result.record_guarantee``; :mod:`distpriv.release.record`); ``out`` (a new
+        folder: the public files and the private ledger are written there, all or nothing, as
+        ``distpriv release --out``) and ``force``.
 
     Returns
     -------
@@ -84,6 +84,8 @@ def protect(
     ...                  pairs=[(0.45, 0.55)], epsilon=1.0, delta=1e-3, population="census.csv")  # doctest: +SKIP
     >>> result.to_json()["statistics"][0]["value"]  # doctest: +SKIP
     """
+    # out/force: write the public files and the private ledger, as ``distpriv release --out`` (run_release)
+    out, force = options.pop("out", None), bool(options.pop("force", False))
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise InvalidParameterError(f"{unknown[0]}: not an option of protect(); allowed: {list(_OPTIONS)}")
@@ -108,4 +110,8 @@ def protect(
         model=None if model is None else Path(model), model_from_data=bool(model_from_data),
         population_frame=pop_frame, **kw,
     )
-    return release(prepare(spec, data=None if data_path is not None else data))
+    from .run import run_release
+
+    # the one release path (issue 24 item 2): the CLI's `distpriv release` calls the same function
+    return run_release(spec, data=None if data_path is not None else data, out=out, force=force,
+                       show_progress=False).result

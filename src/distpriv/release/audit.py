@@ -39,24 +39,10 @@ from typing import Any
 import numpy as np
 
 from ..auditing import AuditReport, audit
-from ..errors import DistPrivError, InvalidParameterError
+from ..errors import DistPrivError, InvalidParameterError, arg
 from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism
 from ..noise import NoiseLaw
-
-__all__ = [
-    "DEFAULT_TRIALS",
-    "EXIT_REFUTED",
-    "ReleaseAudit",
-    "audit_local",
-    "audit_release",
-    "auditable_mechanism",
-    "check_audit_options",
-    "load_audit_model",
-    "local_inputs",
-    "local_mechanism",
-    "pair_summary",
-]
 
 #: Releases per secret of a CLI audit unless ``--trials`` says otherwise.
 DEFAULT_TRIALS = 20_000
@@ -68,13 +54,13 @@ _STREAM_AUDIT = 3
 def check_audit_options(trials: Any, confidence: Any) -> tuple[int, float]:
     """``--trials`` an integer >= 1 and ``--confidence`` in (0, 1), else a one-line error naming the option."""
     if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise InvalidParameterError(f"--trials: must be an integer >= 1, got {trials!r}")
+        raise InvalidParameterError(f"must be an integer >= 1, got {trials!r}", argument="trials")
     try:
         c = float(confidence)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"--confidence: must be a number in (0, 1), got {confidence!r}") from None
+        raise InvalidParameterError(f"must be a number in (0, 1), got {confidence!r}", argument="confidence") from None
     if not 0.0 < c < 1.0:  # also rejects nan
-        raise InvalidParameterError(f"--confidence: must be in (0, 1), got {confidence!r}")
+        raise InvalidParameterError(f"must be in (0, 1), got {confidence!r}", argument="confidence")
     return int(trials), c
 
 
@@ -82,7 +68,7 @@ def auditable_mechanism(candidate: Any) -> tuple[Any, Guarantee]:
     """(mechanism to audit, claim) for a selected candidate (module docstring)."""
     g = candidate.guarantee
     if g is None:
-        raise InvalidParameterError(f"mechanism: {candidate.name} was rejected; a rejected candidate has no claim")
+        raise InvalidParameterError(f"{candidate.name} was rejected; a rejected candidate has no claim", argument="mechanism")
     extra = float(candidate.extra_laplace_scale)
     base = candidate.base
     if extra == 0.0:
@@ -98,20 +84,20 @@ def auditable_mechanism(candidate: Any) -> tuple[Any, Guarantee]:
 
 def load_audit_model(path: str | Path, stats: Sequence[str],
                      pairs: Sequence[tuple[float, float]]) -> tuple[Any, str]:
-    """(GaussianModel, public description) of an ``--audit-model`` file (declared-model format).
+    """(GaussianModel, public description) of an ``audit_model`` file (declared-model format).
 
-    Errors name ``--audit-model``. The description names the file by its SHA-256 only (no user string).
+    Errors name ``audit_model`` (the loader's errors name ``model``: the argument is renamed, the message
+    kept). The description names the file by its SHA-256 only (no user string).
     """
     from .declared import load_model_file
 
     try:
         declared = load_model_file(path, stats, pairs)
-        return declared.model, f"the declared Gaussian model of --audit-model (SHA-256 {declared.sha256[:12]}…)"
+        return declared.model, f"the declared Gaussian model of the audit model file (SHA-256 {declared.sha256[:12]}…)"
     except DistPrivError as exc:
-        msg = str(exc)
-        if msg.startswith("--model:"):
-            msg = "--audit-model:" + msg[len("--model:"):]
-        raise type(exc)(msg) from None
+        if exc.argument == "model":
+            exc.argument = "audit_model"
+        raise
 
 
 @dataclass(frozen=True)
@@ -171,13 +157,6 @@ def pair_summary(r: AuditReport) -> dict[str, Any]:
     }
 
 
-def _trials_error(exc: DistPrivError) -> DistPrivError:
-    msg = str(exc)
-    if msg.startswith("trials:"):
-        return type(exc)("--trials:" + msg[len("trials:"):])
-    return exc
-
-
 def audit_release(
     prep: Any,
     selection: Any,
@@ -211,11 +190,8 @@ def audit_release(
     reports = []
     for i, (pair, g) in enumerate(zip(pairs, rngs, strict=True)):
         tick = None if progress is None else (lambda f, i=i: progress((i + f) / len(pairs)))
-        try:
-            reports.append(audit(mech, model, tuple(pair), trials=n, confidence=per_pair, rng=g, claim=claim,
-                                 progress=tick))
-        except DistPrivError as exc:
-            raise _trials_error(exc) from None
+        reports.append(audit(mech, model, tuple(pair), trials=n, confidence=per_pair, rng=g, claim=claim,
+                             progress=tick))
     return ReleaseAudit(cand.name, cand.label, claim, tuple(reports), c, n, source)
 
 
@@ -231,9 +207,9 @@ def _numbers(text: str, name: str) -> list[float]:
     try:
         vals = [float(v) for v in str(text).split(",") if v.strip()]
     except ValueError:
-        raise InvalidParameterError(f"{name}: expected comma-separated numbers, got {text!r}") from None
+        raise InvalidParameterError(f"expected comma-separated numbers, got {text!r}", argument=name) from None
     if not vals or not all(math.isfinite(v) for v in vals):
-        raise InvalidParameterError(f"{name}: expected comma-separated finite numbers, got {text!r}")
+        raise InvalidParameterError(f"expected comma-separated finite numbers, got {text!r}", argument=name)
     return vals
 
 
@@ -252,34 +228,34 @@ def local_mechanism(matrix: str | Path | None, randomized_response: str | None, 
 
     mech: Any
     if (matrix is None) == (randomized_response is None):
-        raise InvalidParameterError("--matrix, --randomized-response: give exactly one of them")
+        raise InvalidParameterError(f"{arg('matrix')}, {arg('randomized_response')}: give exactly one of them")
     if matrix is not None:
         p = Path(matrix)
         if not p.is_file():
             from ..errors import DataUnavailableError
 
-            raise DataUnavailableError(f"--matrix: file not found: {p}")
+            raise DataUnavailableError(f"file not found: {p}", argument="matrix")
         try:
             doc = json.loads(p.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidParameterError(f"--matrix: malformed JSON: {' '.join(str(exc).split())}") from None
+            raise InvalidParameterError(f"malformed JSON: {' '.join(str(exc).split())}", argument="matrix") from None
         rows = doc.get("matrix") if isinstance(doc, dict) else doc
         try:
             mech = local.Mechanism(np.asarray(rows, dtype=float), name="matrix")
         except (TypeError, ValueError) as exc:
             msg = str(exc) if isinstance(exc, DistPrivError) else "expected a list of rows of numbers"
-            raise InvalidParameterError(f"--matrix: {msg}") from None
-        desc = f"the {mech.n_inputs} × {mech.n_outputs} matrix of --matrix"
+            raise InvalidParameterError(f"{msg}", argument="matrix") from None
+        desc = f"the {mech.n_inputs} × {mech.n_outputs} matrix of the matrix file"
     else:
-        vals = _numbers(randomized_response or "", "--randomized-response")
+        vals = _numbers(randomized_response or "", "randomized_response")
         if len(vals) != 2 or vals[0] != int(vals[0]) or vals[0] < 2 or vals[1] <= 0:
             raise InvalidParameterError(
-                f"--randomized-response: expected K,EPS with an integer K >= 2 and EPS > 0, got {randomized_response!r}")
+                f"expected K,EPS with an integer K >= 2 and EPS > 0, got {randomized_response!r}", argument="randomized_response")
         mech = local.randomized_response(int(vals[0]), vals[1])
         desc = f"{int(vals[0])}-ary randomized response at ε = {vals[1]:g}"
     if tupling is not None:
         if isinstance(tupling, bool) or int(tupling) != tupling or tupling < 1:
-            raise InvalidParameterError(f"--tupling: must be an integer >= 1, got {tupling!r}")
+            raise InvalidParameterError(f"must be an integer >= 1, got {tupling!r}", argument="tupling")
         mech = local.Tupling(base=mech, k=int(tupling))
         desc += f", tupled with {int(tupling)} uniform dummies"
     return mech, desc
@@ -291,18 +267,15 @@ def local_inputs(mech: Any, lambda0: str, lambda1: str) -> dict[str, Any]:
 
     n = int(mech.n_inputs)
     out = {}
-    for lab, text, name in (("λ0", lambda0, "--lambda0"), ("λ1", lambda1, "--lambda1")):
+    for lab, text, name in (("λ0", lambda0, "lambda0"), ("λ1", lambda1, "lambda1")):
         if text is None:
-            raise InvalidParameterError(f"{name}: give the input distribution as {n} comma-separated probabilities")
+            raise InvalidParameterError(f"give the input distribution as {n} comma-separated probabilities", argument=name)
         vals = _numbers(text, name)
         if len(vals) != n:
-            raise InvalidParameterError(f"{name}: expected {n} probabilities (one per input), got {len(vals)}")
-        try:
-            out[lab] = check_distribution(vals, n, name)
-        except DistPrivError as exc:
-            raise InvalidParameterError(str(exc)) from None
+            raise InvalidParameterError(f"expected {n} probabilities (one per input), got {len(vals)}", argument=name)
+        out[lab] = check_distribution(vals, n, name)
     if np.array_equal(out["λ0"], out["λ1"]):
-        raise InvalidParameterError("--lambda0, --lambda1: the two input distributions must differ")
+        raise InvalidParameterError(f"{arg('lambda0')}, {arg('lambda1')}: the two input distributions must differ")
     return out
 
 
@@ -324,17 +297,14 @@ def audit_local(
     try:
         d = float(delta)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"--delta: must be a number in [0, 1), got {delta!r}") from None
+        raise InvalidParameterError(f"must be a number in [0, 1), got {delta!r}", argument="delta") from None
     if not 0.0 <= d < 1.0:
-        raise InvalidParameterError(f"--delta: must be in [0, 1), got {delta!r}")
+        raise InvalidParameterError(f"must be in [0, 1), got {delta!r}", argument="delta")
     if epsilon is None:
         eps = float(distp_epsilon(mech, inputs["λ0"], inputs["λ1"], d))
     else:
         eps = float(epsilon)
         if not (eps >= 0 and not math.isnan(eps)):
-            raise InvalidParameterError(f"--epsilon: must be >= 0, got {epsilon!r}")
-    try:
-        return audit(mech, inputs, ("λ0", "λ1"), trials=n, confidence=c, rng=np.random.default_rng(seed),
-                     claim=(eps, d), progress=progress)
-    except DistPrivError as exc:
-        raise _trials_error(exc) from None
+            raise InvalidParameterError(f"must be >= 0, got {epsilon!r}", argument="epsilon")
+    return audit(mech, inputs, ("λ0", "λ1"), trials=n, confidence=c, rng=np.random.default_rng(seed),
+                 claim=(eps, d), progress=progress)

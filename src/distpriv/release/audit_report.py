@@ -24,19 +24,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..auditing import AuditReport
-from ..experiments._common import markdown_table
+from ..formatting import markdown_table
 from ..report import Figure, Section
 from .audit import ReleaseAudit, fmt_eps
-
-__all__ = [
-    "audit_figures",
-    "audit_progress",
-    "audit_sections",
-    "local_audit_sections",
-    "method_text",
-    "pair_rows",
-    "side_channel_text",
-]
 
 _COLUMNS = ["pair", "ε lower bound", "claimed ε", "δ", "exact ε", "refuted", "trials", "scorer"]
 
@@ -180,7 +170,7 @@ def local_audit_sections(report: AuditReport, description: str, *, figures: bool
 @contextmanager
 def audit_progress(description: str) -> Iterator[Callable[[float], None]]:
     """A rich progress bar on stderr when it is a terminal (silent otherwise); yields ``update(fraction)``."""
-    from ..experiments._common import progress
+    from ..formatting import progress
 
     steps = 1000
     with progress(description, steps) as advance:

@@ -43,11 +43,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import AssumptionError, InvalidParameterError
+from ..errors import AssumptionError, InvalidParameterError, arg
 from ..guarantees import INDEPENDENCE_DECLARED, Guarantee, compose
 from .ledger import ChainEntry, Ledger
-
-__all__ = ["Composition", "check_compatible", "compose_releases", "decide_propositions", "merged_chain"]
 
 A4 = "F(Data) is constant given θ, so each θ fixes what the mechanisms see (Chen & Ohrimenko Prop. A.4)"
 A5 = ("the released datasets were sampled independently (asserted by the curator with --independent; no rows are "
@@ -87,11 +85,11 @@ def check_compatible(ledgers: Sequence[Ledger], *, framework: str, protect: str,
     for led in ledgers:
         where = led.folder if led.folder is not None else "an earlier release"
         if led.framework != framework:
-            raise AssumptionError(f"--previous: {where} is a {led.framework} release; this one is {framework}")
+            raise AssumptionError(f"{where} is a {led.framework} release; this one is {framework}", argument="previous")
         if led.protect != protect or _pairs_key(led.pairs) != key:
             raise AssumptionError(
-                f"--previous: {where} protects {led.protect!r} with pairs {[list(p) for p in led.pairs]}; composition "
-                "(Props A.4/A.5) needs the same protected property and the same pairs Ψ"
+                f"{where} protects {led.protect!r} with pairs {[list(p) for p in led.pairs]}; composition "
+                "(Props A.4/A.5) needs the same protected property and the same pairs Ψ", argument="previous"
             )
 
 
@@ -106,7 +104,7 @@ def merged_chain(ledgers: Sequence[Ledger]) -> tuple[tuple[ChainEntry, ...], dic
                 if (old.epsilon, old.delta, old.mechanism, old.fingerprint_key) != (
                         e.epsilon, e.delta, e.mechanism, e.fingerprint_key):
                     raise InvalidParameterError(
-                        f"--previous: {led.folder} and {where[e.id]} disagree about the same earlier release"
+                        f"{led.folder} and {where[e.id]} disagree about the same earlier release", argument="previous"
                     )
                 continue
             seen[e.id] = e
@@ -135,40 +133,41 @@ def decide_propositions(
         k = shared[e.id]
         if independent:
             raise AssumptionError(
-                f"--independent: {k} of the {rows} rows of the data also appear in an earlier release (ledger in "
-                f"{where[e.id]}); Prop. A.5 needs independently sampled datasets, so the claim is refused"
+                f"{k} of the {rows} rows of the data also appear in an earlier release (ledger in "
+                f"{where[e.id]}); Prop. A.5 needs independently sampled datasets, so the claim is refused", argument="independent"
             )
-        same = (f"--previous: {where[e.id]} holds a release of the same data ({k} of the {rows} rows are also in it); "
+        same = (f"{where[e.id]} holds a release of the same data ({k} of the {rows} rows are also in it); "
                 "distribution privacy does not compose for repeated releases of one dataset: Prop. A.4 needs each θ "
                 "to fix the query value and Prop. A.5 needs independently sampled datasets. Release all statistics "
                 "in one call instead")
         if not all(x.deterministic for x in overlapping) or deterministic is False:
-            raise AssumptionError(same)
+            raise AssumptionError(same, argument="previous")
         props.add("A.4")
     if disjoint:
         if not independent:
             raise AssumptionError(
-                f"--previous: the release(s) in {where[disjoint[0].id]} used other rows; Prop. A.5 composes them only "
-                "if the datasets were sampled independently: pass --independent to assert it"
+                f"the release(s) in {where[disjoint[0].id]} used other rows; Prop. A.5 composes them only "
+                f"if the datasets were sampled independently: pass {arg('independent')} to assert it", argument="previous"
             )
         for e in disjoint:
             reason = (unidentified or {}).get(e.id)
             if reason:
                 raise AssumptionError(
-                    f"--independent: rows are compared with the release in {where[e.id]} on the columns both tables "
+                    f"rows are compared with the release in {where[e.id]} on the columns both tables "
                     f"hold, but {reason}, so disjoint samples cannot be told from reused rows; name a column that "
-                    "identifies records with --id COL"
+                    f"identifies records with {arg('id')} COL", argument="independent"
                 )
         props.add("A.5")
     seeds = [(e.seed, where[e.id]) for e in chain if e.seeded]
     if seed is not None or seeds:
-        what = f"this release is seeded (--seed {seed})" if seed is not None else (
-            f"the release in {seeds[0][1]} was seeded (--seed {seeds[0][0]})")
+        what = f"this release is seeded ({arg('seed')} {seed})" if seed is not None else (
+            f"the release in {seeds[0][1]} was seeded ({arg('seed')} {seeds[0][0]})")
         if seed is not None and any(s == seed for s, _ in seeds):
             what = f"this release and an earlier one use the same seed {seed} (the same noise)"
         raise AssumptionError(
-            f"{'--independent' if independent else '--previous'}: {what}; a seeded release's noise is a function of its seed, not fresh entropy, so it never "
-            "composes as independent (Props. A.4/A.5 need independent noise); release without --seed"
+            f"{what}; a seeded release's noise is a function of its seed, not fresh entropy, so it never "
+            f"composes as independent (Props. A.4/A.5 need independent noise); release without {arg('seed')}",
+            argument="independent" if independent else "previous",
         )
     if overlapping and deterministic is None:
         return None

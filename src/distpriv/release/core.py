@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..data import open_table
 from ..data.fingerprint import normalise_name
 from ..data.sources import is_csv_input
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, arg
 from ..guarantees import Guarantee
 from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query
@@ -62,8 +62,6 @@ from .sampler import BitSource, bit_source
 from .selection import Candidate, Selection, select_mechanism
 from .spec import ReleaseSpec
 from .standardize import Standardization, StandardizedPlan, standardization, standardize_modelling
-
-__all__ = ["FRAMEWORK", "Prepared", "ReleaseResult", "prepare", "release", "select"]
 
 #: The framework of every release made here (Chen & Ohrimenko Definition 3.2).
 FRAMEWORK = "distribution-privacy"
@@ -169,7 +167,7 @@ class ReleaseResult:
 
     def __post_init__(self) -> None:
         # how the rows compared with each earlier release (issue 27): private, for the curator alone
-        self.curator_notes.extend(f"--previous: {o.describe()}" for o in self.prepared.overlaps.values())
+        self.curator_notes.extend(f"earlier release: {o.describe()}" for o in self.prepared.overlaps.values())
         self.curator_notes.extend(self.prepared.notes)
     #: when the release was made (UTC, ISO 8601 to the second): ``provenance.time`` of the payload
     time: str = field(default_factory=utc_now)
@@ -302,7 +300,7 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
             check_record_query(build_query(spec.stats, spec.names), spec.bounds)
     if data is None:
         if spec.data is None:
-            raise InvalidParameterError("data: give the table to release")
+            raise InvalidParameterError("give the table to release", argument="data")
         data = spec.data
     pop_value = spec.population if spec.population is not None else spec.population_frame
     layout = None
@@ -314,8 +312,8 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
                                         "proportion only; model the others from --population", argument="stats")
         if pop_value is not None:
             prefetch_sha256(pop_value)
-            pop_value = open_table(pop_value, what="--population", **(
-                csv_options(spec, "--population") if is_csv_input(pop_value) else {}))
+            pop_value = open_table(pop_value, what="population", **(
+                csv_options(spec, "population") if is_csv_input(pop_value) else {}))
         layout = build_layout(spec.stats, spec.names, pop_value)
         query = layout.base
     prefetch_sha256(pop_value)  # the population's published SHA-256, hashed while the engine scans it
@@ -323,9 +321,9 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     clamp = spec.bounds if spec.record_epsilon is not None else ()
     table = open_input(data, query, predicate, what="data", missing=spec.missing, clamp=clamp,
                        **csv_options(spec, "data"))
-    population = None if pop_value is None else open_input(pop_value, query, predicate, what="--population",
+    population = None if pop_value is None else open_input(pop_value, query, predicate, what="population",
                                                            missing=spec.missing, clamp=clamp,
-                                                           **csv_options(spec, "--population"))
+                                                           **csv_options(spec, "population"))
     declared = load_model_file(spec.model, spec.stats, spec.pairs) if spec.model is not None else None
     n: int | None = None
     if declared is None:
@@ -333,26 +331,27 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
             # the model (and so every published noise scale) depends on n; rows dropped for missing values make
             # the kept count a function of the data, possibly of the secret (independent review): make it a choice
             exc = InvalidParameterError(
-                f"--missing drop: {table.rows - table.kept} rows were dropped from the data (not the population), so "
+                f"drop: {table.rows - table.kept} rows were dropped from the data (not the population), so "
                 "the number of rows kept depends on the data and would shape the published noise; declare it public "
-                "with --n (the kept count), or model f_θ with --model-from-data (outside the guarantee) or --model"
+                f"with {arg('n')} (the kept count), or model f_θ with {arg('model_from_data')} (outside the guarantee) or {arg('model')}",
+                argument="missing",
             )
             # the count is private: for the curator's eyes (a 'curator:' line of the CLI), never in a public file
-            exc.curator_notes = [f"--missing drop kept {table.kept} of the data's {table.rows} rows "  # type: ignore[attr-defined]
-                                 f"(--n {table.kept} declares that count public)"]
+            exc.curator_notes = [f"{arg('missing')} drop kept {table.kept} of the data's {table.rows} rows "  # type: ignore[attr-defined]
+                                 f"({arg('n')} {table.kept} declares that count public)"]
             raise exc
         n = table.kept if spec.n is None else spec.n
         check_pairs_achievable(spec.pairs, n)
         if n != table.kept:
             raise InvalidParameterError(
-                f"--n: the model describes datasets of n = {n} records but the data has {table.kept} rows; the "
-                "guarantee only covers datasets of n records"
+                f"the model describes datasets of n = {n} records but the data has {table.kept} rows; the "
+                "guarantee only covers datasets of n records", argument="n"
             )
     previous = [read_ledger(p) for p in spec.previous]
     shared: dict[str, int] = {}
     overlaps: dict[str, Overlap] = {}
     if spec.id is not None and normalise_name(spec.id) not in {normalise_name(c) for c in table.source.columns}:
-        raise InvalidParameterError(f"--id: the data has no column {spec.id!r}")
+        raise InvalidParameterError(f"the data has no column {spec.id!r}", argument="id")
     if previous:  # refuse what can be refused before any modelling
         check_compatible(previous, framework=FRAMEWORK, protect=str(predicate), pairs=spec.pairs)
         chain, _ = merged_chain(previous)
@@ -483,11 +482,11 @@ def release(
                                     seed=prep.spec.seed, unidentified=prep.unidentified)
         assert props is not None
         if _framework(plan.guarantee) != FRAMEWORK:  # pragma: no cover - every release mechanism is DistP
-            raise InvalidParameterError(f"--previous: cannot compose a {_framework(plan.guarantee)} release")
+            raise InvalidParameterError(f"cannot compose a {_framework(plan.guarantee)} release", argument="previous")
         comp = compose_releases(prep.previous, plan.guarantee, props)
     result = ReleaseResult(prep, sel, plan, values, "seeded" if source.seeded else "os", comp)
     if prep.data.kept != prep.data.rows:  # the kept count of --missing drop: for the curator alone
-        result.curator_notes.append(f"--missing drop kept {prep.data.kept} of the data's {prep.data.rows} rows")
+        result.curator_notes.append(f"{arg('missing')} drop kept {prep.data.kept} of the data's {prep.data.rows} rows")
     result.curator_notes.extend(range_notes(prep))
     result.gap_profile = gap_profile(prep, sel, plan.guarantee)
     return result

@@ -58,23 +58,6 @@ from ..moments import GroupMoments
 from ..queries import Predicate, Query, Statistic
 from .resample import resample_counts
 
-__all__ = [
-    "SUBSAMPLE_ROWS",
-    "MomentSampler",
-    "Modelling",
-    "Table",
-    "bootstrap_sampler",
-    "build_query",
-    "csv_options",
-    "declared_modelling",
-    "file_sha256",
-    "gaussian_sampler",
-    "input_sha256",
-    "model_f_theta",
-    "open_input",
-    "public_seed",
-]
-
 
 @dataclass(frozen=True, eq=False)
 class Table:
@@ -148,7 +131,7 @@ def csv_options(spec: Any, what: str) -> dict[str, Any]:
     ``--na-values``, ``--decimal`` and ``--thousands`` apply to every input; ``--population-sep`` and
     ``--population-encoding`` override the first two for the population."""
     sep, encoding = spec.sep, spec.encoding
-    if what == "--population":
+    if what == "population":
         sep = spec.population_sep if spec.population_sep is not None else sep
         encoding = spec.population_encoding if spec.population_encoding is not None else encoding
     return {"sep": sep, "encoding": encoding, "na_values": spec.na_values, "decimal": spec.decimal,
@@ -184,7 +167,7 @@ def open_input(
     predicate : Predicate
         The protected predicate (the two groups of the aggregates).
     what : str
-        The input's name in error messages: ``"data"`` or ``"--population"``.
+        The input's name in error messages: ``"data"`` or ``"population"``.
     missing : {"error", "drop"}
         Refuse missing cells in a used column, or drop their rows.
     sep, encoding, na_values, decimal, thousands
@@ -217,10 +200,10 @@ def open_input(
     where = "the data" if what == "data" else what
     counts = summary.moments.counts
     if counts[0] == 0:
-        raise InvalidParameterError(f"--protect: predicate {str(predicate)!r} matches no row of {where}")
+        raise InvalidParameterError(f"predicate {str(predicate)!r} matches no row of {where}", argument="protect")
     if counts[1] == 0:
         raise InvalidParameterError(
-            f"--protect: predicate {str(predicate)!r} matches every row of {where}; the share cannot vary"
+            f"predicate {str(predicate)!r} matches every row of {where}; the share cannot vary", argument="protect"
         )
     return Table(source, summary)
 
@@ -263,8 +246,8 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
         ka, kb = int(round(a * n)), int(round(b * n))
         if ka == kb:
             raise InvalidParameterError(
-                f"--pairs: {a} and {b} are not distinguishable with n = {n} records "
-                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart"
+                f"{a} and {b} are not distinguishable with n = {n} records "
+                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart", argument="pairs"
             )
         counts[a], counts[b] = ka, kb
     return counts
@@ -483,7 +466,7 @@ class MomentSampler:
 SUBSAMPLE_ROWS = 4000
 
 
-def gaussian_sampler(model: GaussianModel) -> Any:
+def declared_sampler(model: GaussianModel) -> Any:
     """``sampler(p, size, rng)`` drawing F from the declared N(μ_p, Σ_p)."""
     by_value = {float(cast(float, lab)): lab for lab in model.labels}
 
@@ -530,8 +513,8 @@ def model_f_theta(
         for p, k in counts.items():
             if k > pos or n - k > neg:
                 raise InvalidParameterError(
-                    f"--pairs: share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
-                    f"{n}, but the population has {pos} and {neg}"
+                    f"share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
+                    f"{n}, but the population has {pos} and {neg}", argument="pairs"
                 )
     sub = stratified_sample(src.source, query, predicate, subsample, seed=int(g.integers(2**62)), missing=missing,
                             summary=src.summary)
@@ -559,4 +542,4 @@ def declared_modelling(model: GaussianModel, path: Path, sha256: str) -> Modelli
     """:class:`Modelling` of a declared model file (no sampling: f_θ is given)."""
     note = (f"f_θ declared in the model file {path.name} (SHA-256 {sha256[:16]}…): N(μ_θ, Σ_θ) for θ in "
             f"{[float(cast(float, v)) for v in model.labels]}; the guarantee is for the declared values.")
-    return Modelling("model", None, None, gaussian_sampler(model), model, note, sha256)
+    return Modelling("model", None, None, declared_sampler(model), model, note, sha256)

@@ -44,17 +44,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataUnavailableError, InvalidParameterError
+from ..errors import DataUnavailableError, InvalidParameterError, arg
 from ..models import GaussianModel
 from ..queries import Statistic
-from .selection import Diagnostics, TestResult
+from .assumptions import TestResult
+from .selection import Diagnostics
 
 if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
     import tomllib
 else:  # pragma: no cover - version dependent
     import tomli as tomllib
-
-__all__ = ["DeclaredModel", "declared_diagnostics", "load_model_file"]
 
 _TOL = 1e-9
 
@@ -70,7 +69,7 @@ class DeclaredModel:
 
 
 def _bad(path: Path, msg: str) -> InvalidParameterError:
-    return InvalidParameterError(f"--model: {path.name}: {msg}")
+    return InvalidParameterError(f"{path.name}: {msg}", argument="model")
 
 
 def _matrix(value: Any, shape: tuple[int, ...], what: str, path: Path) -> np.ndarray:
@@ -89,7 +88,7 @@ def load_model_file(path: str | Path, stats: Sequence[str], pairs: Sequence[tupl
     """Read and validate a model file for the statistics ``stats`` and the pairs Ψ (module docstring)."""
     p = Path(path)
     if not p.is_file():
-        raise DataUnavailableError(f"--model: file not found: {p}")
+        raise DataUnavailableError(f"file not found: {p}", argument="model")
     raw = p.read_bytes()
     suffix = p.suffix.lower()
     try:
@@ -145,7 +144,7 @@ def load_model_file(path: str | Path, stats: Sequence[str], pairs: Sequence[tupl
     needed = list(dict.fromkeys(v for pr in pairs for v in pr))
     missing = [v for v in needed if float(v) not in means]
     if missing:
-        raise _bad(p, f"no θ = {missing[0]} declared (declared: {sorted(means)}); every value of --pairs needs one")
+        raise _bad(p, f"no θ = {missing[0]} declared (declared: {sorted(means)}); every value of {arg('pairs')} needs one")
     model = GaussianModel({v: means[float(v)] for v in needed}, {v: covs[float(v)] for v in needed})
     return DeclaredModel(p, hashlib.sha256(raw).hexdigest(), tuple(want), model)
 

@@ -47,16 +47,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import FINGERPRINT_SCHEME
 from ..data import row_fingerprints as _engine_fingerprints
-from ..data.fingerprint import CELL_SCHEME, cell_fingerprints, normalise_name, normalised_row_hashes
-from ..errors import InvalidParameterError
-
-__all__ = [
-    "CELL_SCHEME", "FALSE_ALARM", "FINGERPRINT_SCHEME", "KEY_LENGTH", "RATE_THRESHOLD", "Overlap", "chance_allowance",
-    "collision_rate", "compare_rows", "count_shared", "new_key", "row_fingerprints", "row_sums", "table_cells",
-    "table_fingerprints",
-]
+from ..data.fingerprint import cell_fingerprints, normalise_name, normalised_row_hashes
+from ..errors import InvalidParameterError, arg
 
 #: Length of a fingerprint key (16 characters of a 64-symbol alphabet: 96 bits).
 KEY_LENGTH = 16
@@ -194,8 +187,8 @@ def _compare_one(current: Any, cols: Sequence[str], entry: Any, *, id_column: st
         want = normalise_name(id_column)
         if want not in earlier:
             raise InvalidParameterError(
-                f"--id: the earlier release {entry.id[:8]}… has no column {id_column!r} (its columns: "
-                f"{', '.join(entry.columns)}); rows can only be compared by an id both tables hold"
+                f"the earlier release {entry.id[:8]}… has no column {id_column!r} (its columns: "
+                f"{', '.join(entry.columns)}); rows can only be compared by an id both tables hold", argument="id"
             )
         names = [want]
     else:
@@ -217,7 +210,7 @@ def _compare_one(current: Any, cols: Sequence[str], entry: Any, *, id_column: st
     full_k = matches(everything)
     common = [i for i, n in enumerate(got) if n in pop_names]
     if not common:
-        unknown = ("there is no --population to measure how often different records agree on them"
+        unknown = (f"there is no {arg('population')} to measure how often different records agree on them"
                    if pop is None else "the population has none of them, so how often different records agree "
                    "is unknown")
         return Overlap(tuple(got), full_k, full_k, None, None, 0, False, unknown)
@@ -257,7 +250,7 @@ def compare_rows(current: Any, chain: Sequence[Any], *, rows: int, id_column: st
     table = open_table(current)
     pop = None if population is None else open_table(population)
     if id_column is not None and normalise_name(id_column) not in {normalise_name(c) for c in table.columns}:
-        raise InvalidParameterError(f"--id: the data has no column {id_column!r}")
+        raise InvalidParameterError(f"the data has no column {id_column!r}", argument="id")
     cache: dict[str, Any] = {}
     pop_key = secrets.token_bytes(32)
     pop_by_name = {} if pop is None else {normalise_name(c): c for c in pop.columns}

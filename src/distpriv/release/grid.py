@@ -30,8 +30,6 @@ import numpy as np
 
 from ..errors import DistPrivError, InvalidParameterError, InvalidTypeError
 
-__all__ = ["MAX_POINTS", "GridSpec", "chained_delta", "gap_profiles", "grid", "grid_of", "parse_range"]
-
 #: Most points a grid may have (each θ is a modelled distribution f_θ).
 MAX_POINTS = 101
 #: Relative tolerance for "G divides HI − LO" and for recognising a grid in a list of pairs.
@@ -43,10 +41,10 @@ RTOL = 1e-2
 
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidTypeError(f"{what}: expected a number, got {value!r}")
+        raise InvalidTypeError(f"expected a number, got {value!r}", argument=what)
     v = float(value)
     if not math.isfinite(v):
-        raise InvalidParameterError(f"{what}: must be a finite number, got {value!r}")
+        raise InvalidParameterError(f"must be a finite number, got {value!r}", argument=what)
     return v
 
 
@@ -55,24 +53,24 @@ def grid(lo: float, hi: float, gap: float) -> tuple[tuple[float, float], ...]:
 
     Requires 0 <= LO < HI <= 1 (shares of records), G > 0, G dividing HI − LO (to 10⁻⁹ relative: a
     gap that does not divide the range is refused rather than truncated) and at most :data:`MAX_POINTS`
-    points. Raises :class:`~distpriv.errors.InvalidParameterError` naming ``--range`` or ``--gap``.
+    points. Raises :class:`~distpriv.errors.InvalidParameterError` naming ``range`` or ``gap``.
     ``grid(0.2, 0.5, 0.1)`` -> ((0.2, 0.3), (0.3, 0.4), (0.4, 0.5)).
     """
-    a, b, g = _number(lo, "--range"), _number(hi, "--range"), _number(gap, "--gap")
+    a, b, g = _number(lo, "range"), _number(hi, "range"), _number(gap, "gap")
     if not 0.0 <= a <= 1.0 or not 0.0 <= b <= 1.0:
-        raise InvalidParameterError(f"--range: LO:HI must lie in [0, 1] (shares of records), got {a:g}:{b:g}")
+        raise InvalidParameterError(f"LO:HI must lie in [0, 1] (shares of records), got {a:g}:{b:g}", argument="range")
     if not a < b:
-        raise InvalidParameterError(f"--range: LO must be < HI, got {a:g}:{b:g}")
+        raise InvalidParameterError(f"LO must be < HI, got {a:g}:{b:g}", argument="range")
     if not g > 0:
-        raise InvalidParameterError(f"--gap: must be > 0, got {g:g}")
+        raise InvalidParameterError(f"must be > 0, got {g:g}", argument="gap")
     steps = (b - a) / g
     k = round(steps)
     if k < 1 or abs(steps - k) > _TOL * max(1.0, steps):
         raise InvalidParameterError(
-            f"--gap: {g:g} does not divide the range {a:g}:{b:g} ((HI − LO)/G = {steps:.6g}); choose a gap that "
-            "divides HI − LO, e.g. " + f"{(b - a) / max(1, math.ceil(steps)):.6g}")
+            f"{g:g} does not divide the range {a:g}:{b:g} ((HI − LO)/G = {steps:.6g}); choose a gap that "
+            "divides HI − LO, e.g. " + f"{(b - a) / max(1, math.ceil(steps)):.6g}", argument="gap")
     if k + 1 > MAX_POINTS:
-        raise InvalidParameterError(f"--gap: {g:g} makes {k + 1} grid points over {a:g}:{b:g}; at most {MAX_POINTS}")
+        raise InvalidParameterError(f"{g:g} makes {k + 1} grid points over {a:g}:{b:g}; at most {MAX_POINTS}", argument="gap")
     pts = [round(a + i * (b - a) / k, _DECIMALS) for i in range(k + 1)]
     return tuple(zip(pts[:-1], pts[1:], strict=True))
 
@@ -84,13 +82,13 @@ def parse_range(text: Any) -> tuple[float, float]:
     elif isinstance(text, str):
         parts = [p.strip() for p in text.split(":")]
     else:
-        raise InvalidTypeError(f"--range: expected LO:HI such as 0.2:0.5, got {text!r}")
+        raise InvalidTypeError(f"expected LO:HI such as 0.2:0.5, got {text!r}", argument="range")
     if len(parts) != 2 or any(p == "" for p in parts):
-        raise InvalidParameterError(f"--range: expected LO:HI such as 0.2:0.5, got {text!r}")
+        raise InvalidParameterError(f"expected LO:HI such as 0.2:0.5, got {text!r}", argument="range")
     try:
         lo, hi = (float(p) for p in parts)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"--range: LO and HI must be numbers, got {text!r}") from None
+        raise InvalidParameterError(f"LO and HI must be numbers, got {text!r}", argument="range") from None
     return lo, hi
 
 

@@ -52,21 +52,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
 
-__all__ = [
-    "DEFAULT_LEVEL",
-    "Interval",
-    "MarginalLaw",
-    "check_level",
-    "display",
-    "exact_combinations",
-    "joint_region",
-    "marginal_laws",
-    "noise_cdf",
-    "noise_quantile",
-    "rounding_bounds",
-    "statistic_intervals",
-]
-
 #: Default (1 − α) of ``--interval-level``.
 DEFAULT_LEVEL = 0.95
 #: Laplace scales closer than this relative gap are moved apart (upwards) before the partial fractions.
@@ -81,10 +66,10 @@ _NULL = 1e-12
 def check_level(level: Any, name: str = "interval_level") -> float:
     """(1 − α) in (0, 1); a DistPrivError naming ``name`` otherwise."""
     if isinstance(level, bool) or not isinstance(level, (int, float)):
-        raise InvalidParameterError(f"{name}: must be a number in (0, 1), got {level!r}")
+        raise InvalidParameterError(f"must be a number in (0, 1), got {level!r}", argument=name)
     v = float(level)
     if not (0.0 < v < 1.0) or not math.isfinite(v):
-        raise InvalidParameterError(f"{name}: must be in (0, 1), got {level!r}")
+        raise InvalidParameterError(f"must be in (0, 1), got {level!r}", argument=name)
     return v
 
 

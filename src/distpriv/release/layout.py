@@ -32,8 +32,6 @@ from ..statspec import Layout
 from .data import Modelling, MomentSampler
 from .resample import resample_counts
 
-__all__ = ["LayoutSampler", "RecordingSampler", "layout_modelling"]
-
 #: Thresholds of the indicator columns used to rank the resampled datasets' quantiles.
 _RANK_THRESHOLDS = 512
 

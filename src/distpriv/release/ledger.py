@@ -49,21 +49,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InvalidParameterError
-from .fingerprints import CELL_SCHEME, KEY_LENGTH, row_sums
-
-__all__ = [
-    "FORMAT",
-    "NOTICE",
-    "VERSION",
-    "ChainEntry",
-    "Ledger",
-    "ledger_key",
-    "ledger_key_path",
-    "new_release_id",
-    "read_ledger",
-    "write_ledger",
-]
+from ..data.fingerprint import CELL_SCHEME
+from ..errors import InvalidParameterError, arg
+from .fingerprints import KEY_LENGTH, row_sums
 
 FORMAT = "distpriv-ledger"
 VERSION = 2
@@ -193,8 +181,8 @@ def ledger_key(*, create: bool) -> bytes:
     except FileNotFoundError:
         if not create:
             raise InvalidParameterError(
-                f"--previous: no ledger key at {path}: the ledger's MAC cannot be checked (set {HOME_ENV} to the folder "
-                "holding the key the earlier release was written with)"
+                f"no ledger key at {path}: the ledger's MAC cannot be checked (set {HOME_ENV} to the folder "
+                "holding the key the earlier release was written with)", argument="previous"
             ) from None
         return _create_key(path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -251,7 +239,7 @@ def write_ledger(out: Path, ledger: Ledger) -> Path:
     top = Path(os.path.abspath(out))
     if top == Path(os.path.abspath(key_path)).parent or top in Path(os.path.abspath(key_path)).parents:
         raise InvalidParameterError(
-            f"--out: the ledger key {key_path} would be inside the published folder; keep {HOME_ENV} elsewhere"
+            f"the ledger key {key_path} would be inside the published folder; keep {HOME_ENV} elsewhere", argument="out"
         )
     key = ledger_key(create=True)
     folder.mkdir(parents=True, exist_ok=True)
@@ -436,21 +424,21 @@ def read_ledger(folder: str | Path) -> Ledger:
     path = top / PRIVATE_DIR / LEDGER_FILE
     if not path.is_file():
         raise InvalidParameterError(
-            f"--previous: {top} has no private ledger ({PRIVATE_DIR}/{LEDGER_FILE}); give the --out folder of an "
-            "earlier 'distpriv release'"
+            f"{top} has no private ledger ({PRIVATE_DIR}/{LEDGER_FILE}); give the {arg('out')} folder of an "
+            "earlier 'distpriv release'", argument="previous"
         )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
         ledger = _parse(path.parent, doc)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidParameterError(f"--previous: {path} is not a readable ledger ({type(exc).__name__})") from None
+        raise InvalidParameterError(f"{path} is not a readable ledger ({type(exc).__name__})", argument="previous") from None
     except _Bad as exc:
-        raise InvalidParameterError(f"--previous: {path} is invalid: {exc}") from None
+        raise InvalidParameterError(f"{path} is invalid: {exc}", argument="previous") from None
     public = top / "release.json"
     if ledger.public_sha256 is not None and public.is_file():
         if hashlib.sha256(public.read_bytes()).hexdigest() != ledger.public_sha256:
             raise InvalidParameterError(
-                f"--previous: {public} does not belong to the ledger in {path.parent} (SHA-256 mismatch)"
+                f"{public} does not belong to the ledger in {path.parent} (SHA-256 mismatch)", argument="previous"
             )
     return Ledger(top, ledger.release, ledger.framework, ledger.protect, ledger.pairs, ledger.chain, ledger.epsilon,
                   ledger.delta, ledger.propositions, ledger.public_sha256)

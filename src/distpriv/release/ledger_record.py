@@ -25,8 +25,6 @@ from typing import Any
 
 from ..calibration import gaussian_delta
 
-__all__ = ["RECORD_KEYS", "compose_record", "parse_record"]
-
 #: Fields of a chain entry's ``record``.
 RECORD_KEYS = {"epsilon", "delta", "mu"}
 

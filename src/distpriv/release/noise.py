@@ -49,8 +49,6 @@ from ..guarantees import Assumption, AssumptionCode, Guarantee
 from ..noise import NoiseLaw
 from .sampler import START_PRECISION, BitSource, Law, sample_rounded_many
 
-__all__ = ["GRID_DIVISOR_BITS", "NoisePlan", "exact_rotate", "grid_for", "plan_noise"]
-
 #: g <= min noise std / 2^GRID_DIVISOR_BITS.
 GRID_DIVISOR_BITS = 10
 #: Coordinates with std below this fraction of the largest do not set the grid.

@@ -34,9 +34,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import InvalidParameterError
-
-__all__ = ["OutputFolder", "check_out"]
+from ..errors import InvalidParameterError, arg
 
 _RENAME_EXCHANGE = 2
 
@@ -60,55 +58,55 @@ def _nearest_existing(path: Path) -> Path:
     return p
 
 
-def check_out(out: Path | None, *, force: bool = False, option: str = "--out") -> None:
+def check_out(out: Path | None, *, force: bool = False, option: str = "out") -> None:
     """Refuse an unusable ``--out`` before any computation (one :class:`InvalidParameterError`)."""
     if out is None:
         return
     text = str(out)
     out = Path(out)
     if text.strip() == "" or text.strip() in (".", "./"):
-        raise InvalidParameterError(f"{option}: give the name of a new folder, not the current folder ({text!r})")
+        raise InvalidParameterError(f"give the name of a new folder, not the current folder ({text!r})", argument=option)
     here = Path(os.getcwd())  # the physical path: no links in it
     joined = here / out  # '..' kept: each prefix is what the system walks through
     for i in range(1, len(joined.parts)):
         prefix = Path(*joined.parts[:i])
         if prefix.is_symlink():
             raise InvalidParameterError(
-                f"{option}: {prefix} is a symbolic link; give a path without links (links are never followed)"
+                f"{prefix} is a symbolic link; give a path without links (links are never followed)", argument=option
             )
     full = Path(os.path.abspath(joined))  # lexical, exact once no component is a link
     if full == here or full in here.parents:
         raise InvalidParameterError(
-            f"{option}: {out} is the current folder or contains it; give the name of a new folder"
+            f"{out} is the current folder or contains it; give the name of a new folder", argument=option
         )
     from .ledger import ledger_key_path
 
     key = Path(os.path.abspath(ledger_key_path()))
     if full == key.parent or full in key.parents:
         raise InvalidParameterError(
-            f"{option}: {out} would contain the ledger key {key}; keep DISTPRIV_HOME outside every output folder"
+            f"{out} would contain the ledger key {key}; keep DISTPRIV_HOME outside every output folder", argument=option
         )
     if out.is_symlink():
-        raise InvalidParameterError(f"{option}: {out} is a symbolic link; give a real folder (links are never followed)")
+        raise InvalidParameterError(f"{out} is a symbolic link; give a real folder (links are never followed)", argument=option)
     if os.path.lexists(out):
         if not out.is_dir():
-            raise InvalidParameterError(f"{option}: {out} exists and is not a folder")
+            raise InvalidParameterError(f"{out} exists and is not a folder", argument=option)
         try:
             entries = os.listdir(out)
         except OSError as exc:
-            raise InvalidParameterError(f"{option}: cannot read {out}: {exc.strerror}") from None
+            raise InvalidParameterError(f"cannot read {out}: {exc.strerror}", argument=option) from None
         if entries and not force:
             raise InvalidParameterError(
-                f"{option}: {out} exists and is not empty; give --force to replace it, or a new folder"
+                f"{out} exists and is not empty; give {arg('force')} to replace it, or a new folder", argument=option
             )
         link = _links_inside(out)
         if link is not None:
             raise InvalidParameterError(
-                f"{option}: {link} is a symbolic link; refusing to replace a folder containing links"
+                f"{link} is a symbolic link; refusing to replace a folder containing links", argument=option
             )
     anc = _nearest_existing(out.parent if out.parent != out else out)
     if not anc.is_dir():
-        raise InvalidParameterError(f"{option}: cannot create {out}: {anc} is not a folder")
+        raise InvalidParameterError(f"cannot create {out}: {anc} is not a folder", argument=option)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -138,7 +136,7 @@ class OutputFolder:
     this object created) are removed and ``out`` is left untouched.
     """
 
-    def __init__(self, out: Path, *, force: bool = False, option: str = "--out") -> None:
+    def __init__(self, out: Path, *, force: bool = False, option: str = "out") -> None:
         self.out = Path(out)
         self.force = force
         self.option = option
@@ -165,7 +163,7 @@ class OutputFolder:
         except OSError as exc:
             self.discard()
             raise InvalidParameterError(
-                f"{self.option}: cannot create {self.out}: {exc.strerror or exc} ({exc.filename or parent})"
+                f"cannot create {self.out}: {exc.strerror or exc} ({exc.filename or parent})", argument=self.option
             ) from None
         return self.path
 
@@ -191,7 +189,7 @@ class OutputFolder:
     def commit(self) -> Path:
         """Rename the finished temporary folder onto ``out`` (see the module docstring)."""
         if self.path is None:
-            raise InvalidParameterError(f"{self.option}: nothing to commit")
+            raise InvalidParameterError("nothing to commit", argument=self.option)
         tmp, out = self.path, self.out
         try:
             check_out(out, force=self.force, option=self.option)  # again: it may have changed meanwhile
@@ -206,7 +204,7 @@ class OutputFolder:
                 shutil.rmtree(old)
         except OSError as exc:
             self.discard()
-            raise InvalidParameterError(f"{self.option}: cannot write {out}: {exc.strerror or exc}") from None
+            raise InvalidParameterError(f"cannot write {out}: {exc.strerror or exc}", argument=self.option) from None
         except InvalidParameterError:
             self.discard()
             raise

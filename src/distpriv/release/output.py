@@ -16,8 +16,6 @@ from typing import Any
 from .core import ReleaseResult
 from .ledger import PRIVATE_DIR, write_ledger
 
-__all__ = ["write_private_ledger", "write_public_files", "write_release"]
-
 
 def write_public_files(result: ReleaseResult, out: Path, *, attack_reps: int = 5,
                        extra: tuple[list[Any], list[Any]] | None = None) -> dict[str, Path]:

@@ -11,8 +11,6 @@ import time
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Stages"]
-
 
 class Stages:
     """``with Stages("release") as s: s.step("modelling f_θ") …`` — a spinner naming the current stage."""

@@ -18,19 +18,19 @@ as well, and the payload's first warning says that this is outside the guarantee
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import python_spelling, render_references
+
 if TYPE_CHECKING:  # pragma: no cover
     from .core import ReleaseResult
     from .data import Modelling
     from .selection import Selection
-
-__all__ = ["CURATOR_PREFIX", "DATA_DEPENDENT", "MAY_DIFFER", "PublicContext", "coverage_warnings", "curator_lines",
-           "provenance", "public_context", "public_payload", "public_spec"]
 
 #: What may differ between the public outputs of two releases whose datasets differ only in the secret (with
 #: ``--population`` or ``--model``): these payload fields and their renderings in report.md / report.html.
@@ -45,9 +45,13 @@ MAY_DIFFER: tuple[str, ...] = (
 CURATOR_PREFIX = "curator:"
 
 
-def curator_lines(notes: list[str] | tuple[str, ...]) -> list[str]:
-    """The curator-only stderr lines of ``notes`` (each prefixed with :data:`CURATOR_PREFIX`, one line each)."""
-    return [f"{CURATOR_PREFIX} {' '.join(str(n).split())}" for n in notes]
+def curator_lines(notes: list[str] | tuple[str, ...],
+                  spell: Callable[[str], str] = python_spelling) -> list[str]:
+    """The curator-only stderr lines of ``notes`` (each prefixed with :data:`CURATOR_PREFIX`, one line each).
+
+    A note may refer to an argument as ``{arg:name}`` (:func:`distpriv.errors.arg`); ``spell`` renders it
+    (``name=`` by default; the CLI passes :func:`distpriv.cli.arguments.flag_for`)."""
+    return [f"{CURATOR_PREFIX} {' '.join(render_references(str(n), spell).split())}" for n in notes]
 
 #: Payload fields known to depend on the private data when f_θ is modelled from it (``--model-from-data``). The
 #: payload's ``data_dependent`` is not this hand list but :func:`data_dependent_fields` (every field not in

@@ -65,22 +65,6 @@ from ..calibration import gaussian_delta, gaussian_max_distance
 from ..errors import DistPrivError, InvalidParameterError
 from ..guarantees import Framework, Guarantee
 
-__all__ = [
-    "LINEAR_KINDS",
-    "MAX_VERTICES",
-    "RecordClaim",
-    "SensitivitySet",
-    "categorical_group",
-    "check_record_query",
-    "layout_sensitivity_set",
-    "check_record_specs",
-    "combine",
-    "max_mahalanobis",
-    "parse_bounds",
-    "record_delta",
-    "sensitivity_set",
-]
-
 #: Statistic kinds with a record-DP guarantee (linear in per-record contributions).
 LINEAR_KINDS: tuple[str, ...] = ("mean", "sum", "count", "proportion")
 #: Most products of group vertices enumerated for the exact worst case.

@@ -39,8 +39,6 @@ from .noise import SAMPLER_ASSUMPTION, _round_to_grid, exact_rotate, grid_for
 from .sampler import BitSource, sample_rounded_many
 from .selection import Candidate
 
-__all__ = ["MixedCandidate", "MixedPlan", "mixed_candidate", "mixed_mu"]
-
 _MC_DRAWS = 200_000
 _MC_SEED = 20240229
 

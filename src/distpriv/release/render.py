@@ -29,8 +29,6 @@ from .assumptions import MIN_BINS, eta_for
 from .public import PublicContext
 from .selection import evaluate_candidate
 
-__all__ = ["attack_summary", "error_curves", "release_figures", "release_sections"]
-
 _STREAM_ATTACKS = 2
 
 

@@ -31,8 +31,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["POISSON_MIN_RATE", "resample_counts", "uniform_multinomial"]
-
 #: Smallest k/s at which :func:`resample_counts` switches to the Poissonised sampler.
 POISSON_MIN_RATE = 16.0
 

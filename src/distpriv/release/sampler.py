@@ -47,17 +47,6 @@ from scipy import special
 
 from ..errors import InvalidParameterError
 
-__all__ = [
-    "BitSource",
-    "Law",
-    "OSBits",
-    "SeededBits",
-    "bit_source",
-    "cdf_floor",
-    "sample_rounded",
-    "sample_rounded_many",
-]
-
 Law = Literal["gaussian", "laplace", "none"]
 
 #: Bits of U drawn at first, and per refinement.
@@ -98,7 +87,7 @@ class SeededBits:
 
     def __init__(self, seed: int) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InvalidParameterError(f"seed: must be a non-negative integer, got {seed!r}")
+            raise InvalidParameterError(f"must be a non-negative integer, got {seed!r}", argument="seed")
         self._rng = random.Random(seed)
 
     def bits(self, k: int) -> int:

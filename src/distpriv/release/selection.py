@@ -64,8 +64,7 @@ from ..errors import (
     InvalidTypeError,
 )
 from ..guarantees import Guarantee
-from ..mechanisms import Mechanism, calibrate
-from ..mechanisms import check_noiseless as _check_noiseless
+from ..mechanisms import Mechanism, calibrate, check_noiseless
 from ..mechanisms._common import covariance_gap
 from ..mechanisms.metadata import CANDIDATES as CANDIDATE_INFO
 from ..models import EmpiricalModel, GaussianModel
@@ -74,27 +73,8 @@ from .assumptions import (
     ALPHA,
     MIN_BINS,
     Diagnostics,
-    TestResult,
-    box_m_test,
     diagnose_assumptions,
-    eta_for,
-    histogram_bins,
 )
-
-__all__ = [
-    "ALPHA",
-    "REQUIREMENTS",
-    "Candidate",
-    "Diagnostics",
-    "Selection",
-    "TestResult",
-    "box_m_test",
-    "diagnose_assumptions",
-    "eta_for",
-    "evaluate_candidate",
-    "histogram_bins",
-    "select_mechanism",
-]
 
 #: Which assumptions each candidate relies on ("none" = Thm 5.4, release without noise). The Gaussian-model
 #: candidates need Gaussianity only: their δ is computed exactly from the output laws N(μ_θ, Σ_θ + Σ_Z) of
@@ -227,14 +207,14 @@ def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, cali
         return calibrate(name, model, pairs, epsilon=eps, delta=d, calibration=calibration, **opts)
 
 
-def check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
+def quiet_check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
     """Theorem 5.4's test through the exact profile (:func:`distpriv.mechanisms.check_noiseless`).
 
     ``ok`` already requires the proven δ(ε) of releasing F unchanged to meet δ (under either
     calibration), so the classic rule at ε >= 1 never passes on the strength of ε/c alone.
     """
     with classic_warnings_suppressed():
-        return _check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
+        return check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
 
 
 def _meets(guarantee: Guarantee, epsilon: float, delta: float) -> bool:
@@ -372,7 +352,7 @@ def evaluate_candidate(
     try:
         if not failed:
             if name == "none":
-                chk = check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
+                chk = quiet_check_noiseless(model, pairs, epsilon=epsilon, delta=delta, calibration=calibration)
                 if not chk.ok or chk.guarantee is None:
                     why = (f"the exact profile of the noiseless release gives δ = {chk.proven_delta:.3g} > {delta:g}"
                            if chk.proven_delta > delta else
@@ -448,7 +428,7 @@ def _corrected(
             if d_b > 0:
                 try:
                     if name == "none":
-                        chk = check_noiseless(diag.pooled_model, pairs, epsilon=e_b, delta=d_b, calibration=calibration)
+                        chk = quiet_check_noiseless(diag.pooled_model, pairs, epsilon=e_b, delta=d_b, calibration=calibration)
                         if chk.ok and chk.guarantee is not None:
                             g = relaxed.apply_theorem_5_6(replace(chk.guarantee, epsilon=e_b, delta=d_b), eta, lam)
                             g = g.with_assumptions(*passed)
@@ -475,7 +455,7 @@ def _corrected(
                 notes.append(f"Thm 5.6 not applicable: divergence gap λ = {lam:.3g} leaves no ε for the base mechanism")
             else:
                 notes.append(f"Thm 5.6 not applicable: D^η∞ gap not estimable (fewer than {MIN_BINS} histogram cells per "
-                             "axis with these samples; use more --samples or fewer statistics)")
+                             "axis with these samples; draw more samples per θ or release fewer statistics)")
     valid = [c for c in options if c.guarantee is not None and c.guarantee.epsilon <= eps * (1 + 1e-9)
              and c.guarantee.delta <= delta * (1 + 1e-9)]
     if not valid:
@@ -493,14 +473,14 @@ def _noiseless_5_7(
 
     def ok(lam: float) -> bool:
         try:
-            return check_noiseless(model, pairs, epsilon=eps - 2 * lam, delta=math.exp(-lam) * delta,
+            return quiet_check_noiseless(model, pairs, epsilon=eps - 2 * lam, delta=math.exp(-lam) * delta,
                                    calibration=calibration).ok
         except DistPrivError:
             return False
 
     lo, hi = 0.0, min(eps / 2 * (1 - 1e-9), max(math.log(delta) + 700.0, 2e-9 * eps))  # e^{−λ}δ stays > 0
     if not ok(1e-9 * eps):
-        chk = check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
+        chk = quiet_check_noiseless(model, pairs, epsilon=eps, delta=delta, calibration=calibration)
         raise InvalidParameterError(
             f"Thm 5.4 fails for N(μ̂_θ, Σ̄): the exact profile gives δ = {chk.proven_delta:.3g} > {delta:g} "
             f"(max Mahalanobis distance {chk.max_mahalanobis:.3g}, D_max = {chk.d_max:.3g})"
@@ -512,7 +492,7 @@ def _noiseless_5_7(
         for _ in range(60):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    chk = check_noiseless(model, pairs, epsilon=eps - 2 * lo, delta=math.exp(-lo) * delta, calibration=calibration)
+    chk = quiet_check_noiseless(model, pairs, epsilon=eps - 2 * lo, delta=math.exp(-lo) * delta, calibration=calibration)
     assert chk.guarantee is not None
     t = relaxed.theorem_5_7(eps - 2 * lo, math.exp(-lo) * delta, w, lo, dim)
     return chk.guarantee, lo, t.extra_laplace_scale, t.epsilon, t.delta
@@ -563,8 +543,8 @@ def select_mechanism(
     elif isinstance(model, EmpiricalModel):
         diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     else:
-        raise InvalidTypeError("model: testing the assumptions needs an EmpiricalModel (samples of F); "
-                               "pass diagnostics= for a declared GaussianModel")
+        raise InvalidTypeError("testing the assumptions needs an EmpiricalModel (samples of F); "
+                               "pass diagnostics= for a declared GaussianModel", argument="model")
     names = tuple(nm for nm in CANDIDATES if CANDIDATE_INFO[nm].automatic) if mechanism == "auto" else (mechanism,)
     lazy = ("wasserstein",) if mechanism == "auto" and not diag.wasserstein_computed else ()
     if mechanism == "auto" and "none" in names and not (
@@ -579,8 +559,8 @@ def select_mechanism(
             return Selection(first, [first, *rest], diag)
     done = {
         nm: Candidate(nm, _LABELS[nm], False, f"not evaluated: the exact δ of Gaussian output laws is computed for at "
-                      f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it with "
-                      "--mechanism to try", model.dim, code="not-evaluated")
+                      f"most {MAX_EXACT_GAUSSIAN_DIM} statistics in auto mode (m = {model.dim}); name it as "
+                      "the mechanism to try", model.dim, code="not-evaluated")
         if mechanism == "auto" and nm in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM else
         evaluate_candidate(nm, model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
                            sensitivities=sensitivities, n=n)
@@ -600,9 +580,9 @@ def select_mechanism(
     kept = [c for c in cands if c.kept]
     if not kept:
         if mechanism != "auto":
-            raise AssumptionError(f"--mechanism {mechanism}: {cands[0].reason}")
-        raise AssumptionError("--mechanism auto: no mechanism has a valid guarantee: "
-                              + "; ".join(f"{c.label}: {c.reason}" for c in cands))
+            raise AssumptionError(f"{mechanism}: {cands[0].reason}", argument="mechanism")
+        raise AssumptionError("auto: no mechanism has a valid guarantee: "
+                              + "; ".join(f"{c.label}: {c.reason}" for c in cands), argument="mechanism")
     order = {nm: i for i, nm in enumerate(CANDIDATES)}
     chosen = min(kept, key=lambda c: (round(c.expected_l2_error, 12), len(REQUIREMENTS[c.name]), order[c.name]))
     return Selection(chosen, cands, diag)

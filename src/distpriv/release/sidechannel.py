@@ -90,25 +90,6 @@ if TYPE_CHECKING:
 
     from .core import Prepared
 
-__all__ = [
-    "DEFAULT_RUNS",
-    "MIN_TIMING_RUNS",
-    "TIMING_THRESHOLD",
-    "PublicRun",
-    "SideChannelResult",
-    "check_runs",
-    "compare_runs",
-    "declared_table",
-    "json_differences",
-    "off_grid",
-    "public_stderr",
-    "release_command",
-    "side_channel_check",
-    "spec_release_args",
-    "synthetic_tables",
-    "timing_difference",
-]
-
 #: Releases of each synthetic table (``--side-channel-runs``): the first pair is diffed, all are timed.
 DEFAULT_RUNS = 5
 #: Fewer runs of each table than this: run time is not compared.
@@ -633,7 +614,7 @@ def public_stderr(text: str) -> str:
 def check_runs(runs: Any) -> int:
     """``--side-channel-runs``: an integer >= 1, else a one-line error naming the option."""
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
-        raise InvalidParameterError(f"--side-channel-runs: must be an integer >= 1, got {runs!r}")
+        raise InvalidParameterError(f"must be an integer >= 1, got {runs!r}", argument="side_channel_runs")
     return int(runs)
 
 

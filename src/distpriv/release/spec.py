@@ -41,6 +41,7 @@ from ..errors import (
     InvalidParameterError,
     InvalidTypeError,
     UnknownLabelError,
+    arg,
 )
 from ..mechanisms import MECHANISMS
 
@@ -48,8 +49,6 @@ if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
     import tomllib
 else:  # pragma: no cover - version dependent
     import tomli as tomllib
-
-__all__ = ["SPEC_KEYS", "ReleaseSpec", "load_spec_file", "parse_pair", "pairs_around"]
 
 #: Keys accepted in a TOML spec file.
 SPEC_KEYS: tuple[str, ...] = (
@@ -67,31 +66,31 @@ SAMPLES_MAX = 10_000
 
 #: The one-line error when no source of f_θ is given (or more than one).
 SOURCE_HELP = (
-    "give a reference population (--population POP), a declared model (--model FILE) or --model-from-data "
-    "(resamples the private table itself: the noise scale then depends on the data, outside the guarantee)"
+    f"give a reference population ({arg('population')} POP), a declared model ({arg('model')} FILE) or "
+    f"{arg('model_from_data')} (resamples the private table itself: the noise scale then depends on the data, outside the guarantee)"
 )
 
 
 def parse_pair(text: str) -> tuple[float, float]:
     """``"0.45,0.55"`` -> (0.45, 0.55)."""
     if not isinstance(text, str):
-        raise InvalidTypeError(f"--pairs: expected 'p1,p2', got {text!r}")
+        raise InvalidTypeError(f"expected 'p1,p2', got {text!r}", argument="pairs")
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2 or not all(parts):
-        raise InvalidParameterError(f"--pairs: expected two property values 'p1,p2', got {text!r}")
+        raise InvalidParameterError(f"expected two property values 'p1,p2', got {text!r}", argument="pairs")
     try:
         a, b = float(parts[0]), float(parts[1])
     except ValueError:
-        raise InvalidParameterError(f"--pairs: property values must be numbers, got {text!r}") from None
+        raise InvalidParameterError(f"property values must be numbers, got {text!r}", argument="pairs") from None
     return a, b
 
 
 def pairs_around(around: float, gap: float) -> tuple[tuple[float, float], ...]:
     """``--around P --gap DP``: the single pair (P − DP/2, P + DP/2) (the paper's 0.45 vs 0.55 is P = 0.5, DP = 0.1)."""
     if not math.isfinite(around) or not math.isfinite(gap):
-        raise InvalidParameterError(f"--around/--gap: must be finite numbers, got {around}, {gap}")
+        raise InvalidParameterError(f"{arg('around')}/{arg('gap')}: must be finite numbers, got {around}, {gap}")
     if gap <= 0:
-        raise InvalidParameterError(f"--gap: must be > 0, got {gap}")
+        raise InvalidParameterError(f"must be > 0, got {gap}", argument="gap")
     return ((round(around - gap / 2, 12), round(around + gap / 2, 12)),)
 
 
@@ -104,15 +103,15 @@ def _check_pairs(pairs: Sequence[Sequence[Any]]) -> tuple[tuple[float, float], .
             try:
                 a, b = (float(v) for v in item)
             except (TypeError, ValueError):
-                raise InvalidParameterError(f"pairs: each pair must be two property values, got {item!r}") from None
+                raise InvalidParameterError(f"each pair must be two property values, got {item!r}", argument="pairs") from None
         for v in (a, b):
             if not math.isfinite(v) or not 0.0 <= v <= 1.0:
-                raise InvalidParameterError(f"pairs: property value {v} is outside [0, 1] (a share of records)")
+                raise InvalidParameterError(f"property value {v} is outside [0, 1] (a share of records)", argument="pairs")
         if a == b:
-            raise InvalidParameterError(f"pairs: the two values of a pair must differ, got ({a}, {b})")
+            raise InvalidParameterError(f"the two values of a pair must differ, got ({a}, {b})", argument="pairs")
         out.append((a, b))
     if not out:
-        raise InvalidParameterError("pairs: give at least one pair with --pairs p1,p2 (or --around P --gap DP)")
+        raise InvalidParameterError(f"give at least one pair with {arg('pairs')} p1,p2 (or {arg('around')} P {arg('gap')} DP)", argument="pairs")
     return tuple(out)
 
 
@@ -192,81 +191,82 @@ class ReleaseSpec:
 
     def __post_init__(self) -> None:
         if not self.stats:
-            raise InvalidParameterError("--stat: give at least one statistic, e.g. --stat mean:age")
+            raise InvalidParameterError(f"give at least one statistic, e.g. {arg('stats')} mean:age", argument="stats")
         if not self.names:
             object.__setattr__(self, "names", tuple(self.stats))
         if len(self.names) != len(self.stats):
-            raise InvalidParameterError("stats: names and statistics differ in length")
+            raise InvalidParameterError("names and statistics differ in length", argument="stats")
         from ..statspec import parse_request
 
         for text in self.stats:  # quantile levels, bins, options: refused before anything is read
             parse_request(text)
         if not isinstance(self.protect, str) or not self.protect.strip():
-            raise InvalidParameterError("--protect: give the protected predicate, e.g. --protect 'income=>50K'")
+            raise InvalidParameterError(f"give the protected predicate, e.g. {arg('protect')} 'income=>50K'", argument="protect")
         object.__setattr__(self, "pairs", _check_pairs(self.pairs))
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "--epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, "--delta"))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
         if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
             raise UnknownLabelError(
-                f"--mechanism: unknown mechanism {self.mechanism!r}; expected 'auto' or one of {list(MECHANISMS)}"
+                f"unknown mechanism {self.mechanism!r}; expected 'auto' or one of {list(MECHANISMS)}", argument="mechanism"
             )
         if self.calibration not in CALIBRATIONS:
-            raise UnknownLabelError(f"--calibration: expected one of {list(CALIBRATIONS)}, got {self.calibration!r}")
+            raise UnknownLabelError(f"expected one of {list(CALIBRATIONS)}, got {self.calibration!r}", argument="calibration")
         if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1):
-            raise InvalidParameterError(f"--n: must be a positive integer, got {self.n!r}")
+            raise InvalidParameterError(f"must be a positive integer, got {self.n!r}", argument="n")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 20:
-            raise InvalidParameterError(f"--samples: must be an integer >= 20, got {self.samples!r}")
+            raise InvalidParameterError(f"must be an integer >= 20, got {self.samples!r}", argument="samples")
         if self.samples > SAMPLES_MAX:
-            raise InvalidParameterError(f"--samples: must be <= {SAMPLES_MAX:,} (bounded work; docs/assumptions.md), "
-                                        f"got {self.samples:,}")
+            raise InvalidParameterError(f"must be <= {SAMPLES_MAX:,} (bounded work; docs/assumptions.md), "
+                                        f"got {self.samples:,}", argument="samples")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
-            raise InvalidParameterError(f"--seed: must be a non-negative integer, got {self.seed!r}")
+            raise InvalidParameterError(f"must be a non-negative integer, got {self.seed!r}", argument="seed")
         if not isinstance(self.model_from_data, bool):
-            raise InvalidTypeError(f"--model-from-data: expected true or false, got {self.model_from_data!r}")
+            raise InvalidTypeError(f"expected true or false, got {self.model_from_data!r}", argument="model_from_data")
         pop = self.population if self.population is not None else self.population_frame
-        sources = [k for k, v in (("--population", pop), ("--model", self.model),
-                                  ("--model-from-data", self.model_from_data or None)) if v is not None]
+        sources = [k for k, v in (("population", pop), ("model", self.model),
+                                  ("model_from_data", self.model_from_data or None)) if v is not None]
         if not sources:
-            raise InvalidParameterError(f"--population: f_θ needs a model of the data: {SOURCE_HELP}")
+            raise InvalidParameterError(f"f_θ needs a model of the data: {SOURCE_HELP}", argument="population")
         if len(sources) > 1:
-            raise InvalidParameterError(f"{sources[1]}: give only one of --population, --model and --model-from-data")
+            raise InvalidParameterError(f"give only one of {arg('population')}, {arg('model')} and {arg('model_from_data')}",
+                                        argument=sources[1])
         if self.model is not None and self.n is not None:
-            raise InvalidParameterError("--n: not used with --model (the declared model fixes f_θ)")
+            raise InvalidParameterError(f"not used with {arg('model')} (the declared model fixes f_θ)", argument="n")
         if self.missing not in ("error", "drop"):
-            raise UnknownLabelError(f"--missing: expected 'error' or 'drop', got {self.missing!r}")
+            raise UnknownLabelError(f"expected 'error' or 'drop', got {self.missing!r}", argument="missing")
         from .intervals import check_level
 
-        object.__setattr__(self, "interval_level", check_level(self.interval_level, "--interval-level"))
+        object.__setattr__(self, "interval_level", check_level(self.interval_level, "interval_level"))
         if self.sep is not None and (not isinstance(self.sep, str) or len(self.sep) != 1):
-            raise InvalidParameterError(f"--sep: expected a single character such as ';', got {self.sep!r}")
+            raise InvalidParameterError(f"expected a single character such as ';', got {self.sep!r}", argument="sep")
         if self.encoding is not None and (not isinstance(self.encoding, str) or not self.encoding):
-            raise InvalidParameterError(f"--encoding: expected an encoding name such as latin-1, got {self.encoding!r}")
+            raise InvalidParameterError(f"expected an encoding name such as latin-1, got {self.encoding!r}", argument="encoding")
         if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
-            raise InvalidParameterError(f"--id: expected a column name, got {self.id!r}")
+            raise InvalidParameterError(f"expected a column name, got {self.id!r}", argument="id")
         if self.population_sep is not None and (not isinstance(self.population_sep, str)
                                                 or len(self.population_sep) != 1):
-            raise InvalidParameterError(f"--population-sep: expected a single character such as ';', got "
-                                        f"{self.population_sep!r}")
+            raise InvalidParameterError(f"expected a single character such as ';', got "
+                                        f"{self.population_sep!r}", argument="population_sep")
         if self.population_encoding is not None and (not isinstance(self.population_encoding, str)
                                                      or not self.population_encoding):
-            raise InvalidParameterError(f"--population-encoding: expected an encoding name such as latin-1, got "
-                                        f"{self.population_encoding!r}")
+            raise InvalidParameterError(f"expected an encoding name such as latin-1, got "
+                                        f"{self.population_encoding!r}", argument="population_encoding")
         if self.na_values is not None:
             object.__setattr__(self, "na_values", check_na_values(self.na_values))
         check_number_format(self.decimal, self.thousands)
-        for p, what in ((self.data, "data"), (self.population, "--population"), (self.model, "--model")):
-            if p is not None and what != "--model" and glob.has_magic(str(p)):
+        for p, what in ((self.data, "data"), (self.population, "population"), (self.model, "model")):
+            if p is not None and what != "model" and glob.has_magic(str(p)):
                 continue  # a glob: open_table reports one matching nothing
             if p is not None and not Path(p).is_file():
-                raise DataUnavailableError(f"{what}: file not found: {p}")
+                raise DataUnavailableError(f"file not found: {p}", argument=what)
         self._check_record()
         for p in self.previous:
             if Path(p).is_file():
                 raise InvalidParameterError(
-                    f"--previous: {p} is a file; give the --out folder of an earlier release (it holds the private ledger)"
+                    f"{p} is a file; give the {arg('out')} folder of an earlier release (it holds the private ledger)", argument="previous"
                 )
             if not Path(p).is_dir():
-                raise DataUnavailableError(f"--previous: folder not found: {p}")
+                raise DataUnavailableError(f"folder not found: {p}", argument="previous")
 
     def _check_record(self) -> None:
         """Record-level DP (issue 22): E and D together, declared bounds, a noise law not read from the table."""
@@ -351,21 +351,21 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     """Read a TOML spec file into a dict of known keys (relative paths resolved against the file's folder)."""
     p = Path(path)
     if not p.is_file():
-        raise DataUnavailableError(f"--config: file not found: {p}")
+        raise DataUnavailableError(f"file not found: {p}", argument="config")
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         msg = str(exc).replace("\n", " ")
-        raise InvalidParameterError(f"--config: malformed TOML in {p}: {msg}") from None
+        raise InvalidParameterError(f"malformed TOML in {p}: {msg}", argument="config") from None
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
-        raise InvalidParameterError(f"--config: unknown key {unknown[0]!r} in {p}; allowed keys are {list(SPEC_KEYS)}")
+        raise InvalidParameterError(f"unknown key {unknown[0]!r} in {p}; allowed keys are {list(SPEC_KEYS)}", argument="config")
     out: dict[str, Any] = dict(raw)
     base = p.resolve().parent
     for key in ("data", "population", "model"):
         if key in out:
             if not isinstance(out[key], str):
-                raise InvalidTypeError(f"--config: {key} must be a file path string in {p}")
+                raise InvalidTypeError(f"{key} must be a file path string in {p}", argument="config")
             q = Path(out[key])
             out[key] = q if q.is_absolute() else base / q
     if "previous" in out:
@@ -373,43 +373,44 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         if isinstance(prev, str):
             prev = [prev]
         if not isinstance(prev, list) or not all(isinstance(x, str) for x in prev):
-            raise InvalidTypeError(f"--config: previous must be a list of folder paths in {p}")
+            raise InvalidTypeError(f"previous must be a list of folder paths in {p}", argument="config")
         out["previous"] = [Path(x) if Path(x).is_absolute() else base / x for x in prev]
     if "stats" in out:
         stats = out["stats"]
         if isinstance(stats, Mapping):
             if not all(isinstance(v, str) for v in stats.values()):
-                raise InvalidTypeError(f"--config: stats values must be strings like 'mean:age' in {p}")
+                raise InvalidTypeError(f"stats values must be strings like 'mean:age' in {p}", argument="config")
             out["stats"] = [str(v) for v in stats.values()]
             out["names"] = [str(k) for k in stats]
         elif isinstance(stats, list) and all(isinstance(x, str) for x in stats):
             out["stats"] = list(stats)
         else:
-            raise InvalidTypeError(f"--config: stats must be a list of strings or a table of name = 'kind:target' in {p}")
+            raise InvalidTypeError(f"stats must be a list of strings or a table of name = 'kind:target' in {p}", argument="config")
     if "pairs" in out:
         pairs = out["pairs"]
         if not isinstance(pairs, list):
-            raise InvalidTypeError(f"--config: pairs must be a list of [p1, p2] in {p}")
+            raise InvalidTypeError(f"pairs must be a list of [p1, p2] in {p}", argument="config")
     for key in ("record_epsilon", "record_delta"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
-            raise InvalidTypeError(f"--config: {key} must be a number in {p}, got {out[key]!r}")
+            raise InvalidTypeError(f"{key} must be a number in {p}, got {out[key]!r}", argument="config")
     if "bounds" in out and not isinstance(out["bounds"], (Mapping, list)):
-        raise InvalidTypeError(f"--config: bounds must be a table {{age = \"17:90\"}} or a list of 'col=lo:hi' in {p}")
+        raise InvalidTypeError(f"bounds must be a table {{age = \"17:90\"}} or a list of 'col=lo:hi' in {p}",
+                               argument="config")
     for key in ("epsilon", "delta", "around", "gap"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
-            raise InvalidTypeError(f"--config: {key} must be a number in {p}, got {out[key]!r}")
+            raise InvalidTypeError(f"{key} must be a number in {p}, got {out[key]!r}", argument="config")
     for key in ("n", "samples", "seed"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], int)):
-            raise InvalidTypeError(f"--config: {key} must be an integer in {p}, got {out[key]!r}")
+            raise InvalidTypeError(f"{key} must be an integer in {p}, got {out[key]!r}", argument="config")
     if "na_values" in out and isinstance(out["na_values"], list):
         out["na_values"] = tuple(str(v) for v in out["na_values"])
     for key in ("protect", "mechanism", "calibration", "missing", "sep", "encoding", "id", "decimal", "thousands",
                 "population_sep", "population_encoding"):
         if key in out and not isinstance(out[key], str):
-            raise InvalidTypeError(f"--config: {key} must be a string in {p}, got {out[key]!r}")
+            raise InvalidTypeError(f"{key} must be a string in {p}, got {out[key]!r}", argument="config")
     for key in ("independent", "model_from_data"):
         if key in out and not isinstance(out[key], bool):
-            raise InvalidTypeError(f"--config: {key} must be true or false in {p}")
+            raise InvalidTypeError(f"{key} must be true or false in {p}", argument="config")
     return out
 
 
@@ -430,19 +431,19 @@ def _range_pairs(merged: dict[str, Any], cfg: dict[str, Any], *, range: str | No
                 merged.pop("gap", None)
             return False
         if "pairs" in cfg or "around" in cfg:
-            raise InvalidParameterError("--config: give one of pairs, around/gap and range/gap, not several")
+            raise InvalidParameterError("give one of pairs, around/gap and range/gap, not several", argument="config")
         text: Any = merged.pop("range")
         g = merged.pop("gap", None) if gap is None else gap
     else:
         if pairs:
-            raise InvalidParameterError("--range: give one of --pairs, --around/--gap and --range/--gap")
+            raise InvalidParameterError(f"give one of {arg('pairs')}, {arg('around')}/{arg('gap')} and {arg('range')}/{arg('gap')}", argument="range")
         if around is not None:
-            raise InvalidParameterError("--range: give one of --around/--gap and --range/--gap")
+            raise InvalidParameterError(f"give one of {arg('around')}/{arg('gap')} and {arg('range')}/{arg('gap')}", argument="range")
         text, g = range, (gap if gap is not None else merged.get("gap"))
         for key in ("pairs", "around", "range", "gap"):
             merged.pop(key, None)
     if g is None:
-        raise InvalidParameterError("--range: give the grid step with --gap G")
+        raise InvalidParameterError(f"give the grid step with {arg('gap')} G", argument="range")
     lo, hi = parse_range(text)
     merged["pairs"] = list(grid(lo, hi, g))
     return True
@@ -531,18 +532,17 @@ def build_spec(
     if not by_range and (around is not None or gap is not None):
         merged["around"], merged["gap"] = around, gap
         if pairs:
-            raise InvalidParameterError("--pairs and --around/--gap: give one or the other")
+            raise InvalidParameterError(f"{arg('pairs')} and {arg('around')}/{arg('gap')}: give one or the other")
     if not by_range and (merged.get("around") is not None or merged.get("gap") is not None):
         if merged.get("around") is None or merged.get("gap") is None:
-            raise InvalidParameterError("--around/--gap: give both --around P and --gap DP")
+            raise InvalidParameterError(f"{arg('around')}/{arg('gap')}: give both {arg('around')} P and {arg('gap')} DP")
         if "pairs" in cfg and not pairs and around is None:
-            raise InvalidParameterError("--config: give either pairs or around/gap, not both")
+            raise InvalidParameterError("give either pairs or around/gap, not both", argument="config")
         merged["pairs"] = pairs_around(float(merged.pop("around")), float(merged.pop("gap")))
     absent = [k for k in ("data", "stats", "protect", "pairs", "epsilon", "delta") if merged.get(k) is None]
     if absent:
-        opt = {"data": "DATA", "stats": "--stat", "protect": "--protect", "pairs": "--pairs",
-               "epsilon": "--epsilon", "delta": "--delta"}[absent[0]]
-        raise InvalidParameterError(f"{opt}: missing (give it on the command line or in --config)")
+        raise InvalidParameterError(f"missing (give it on the command line or in {arg('config')})",
+                                    argument=absent[0])
     kwargs = {k: v for k, v in merged.items() if k in {f for f in ReleaseSpec.__dataclass_fields__}}
     kwargs["stats"] = tuple(kwargs["stats"])
     if "names" in kwargs:

@@ -44,16 +44,6 @@ from ..errors import InvalidTypeError
 from ..models import EmpiricalModel, GaussianModel
 from .sampler import BitSource
 
-__all__ = [
-    "Standardization",
-    "StandardizedPlan",
-    "grid_step",
-    "model_spread",
-    "standardization",
-    "standardize_model",
-    "standardize_modelling",
-]
-
 
 @dataclass(frozen=True)
 class Standardization:

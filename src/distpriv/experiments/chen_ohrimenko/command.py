@@ -27,10 +27,10 @@ def run(
     results, timing = [], {}
     for t in tables:
         if t not in TABLES:
-            raise InvalidParameterError(f"--table: expected one of {sorted(TABLES)}, got {t}")
+            raise InvalidParameterError(f"expected one of {sorted(TABLES)}, got {t}", argument="table")
     for f in figures:
         if f not in FIGURES:
-            raise InvalidParameterError(f"--figure: expected one of {sorted(FIGURES)}, got {f}")
+            raise InvalidParameterError(f"expected one of {sorted(FIGURES)}, got {f}", argument="figure")
     _check_reps(reps)
     _check_calibration(calibration)
     paper_settings = _check_flag(paper_settings, "paper_settings")

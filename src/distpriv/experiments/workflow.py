@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from . import attacks
-from .calibration import classic_warnings_suppressed
-from .mechanisms import LABELS, Mechanism
+from .. import attacks
+from ..calibration import classic_warnings_suppressed
+from ..mechanisms import LABELS, Mechanism
 
 WORKFLOW_MECHANISMS = (
     "expm-laplace", "dirm-laplace", "expm-gauss", "eigm", "daum", "wasserstein", "groupdp-laplace", "groupdp-gauss",
@@ -55,10 +55,10 @@ def adult_workflow(
     fitted model. Mechanisms are calibrated on the empirical f_θ by
     :func:`~distpriv.experiments.chen_ohrimenko.measures.calibrate_row`.
     """
-    from .experiments.chen_ohrimenko import get_context
-    from .experiments.chen_ohrimenko.measures import CLASSIC_NOTE, calibrate_row
-    from .experiments.chen_ohrimenko.settings import _rng
-    from .formatting import progress
+    from ..formatting import progress
+    from .chen_ohrimenko import get_context
+    from .chen_ohrimenko.measures import CLASSIC_NOTE, calibrate_row
+    from .chen_ohrimenko.settings import _rng
 
     ctx = get_context(seed, n=n, model_samples=samples_per_theta)
     prop = "income"
@@ -122,8 +122,8 @@ def _write_report(result: dict[str, Any], gauss: Any, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .formatting import markdown_table
-    from .report import Figure, Section, write_report
+    from ..formatting import markdown_table
+    from ..report import Figure, Section, write_report
 
     rows = result["rows"]
     names = [r["mechanism"] for r in rows]
