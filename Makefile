@@ -36,12 +36,12 @@ test: $(TESTSTAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src/distpriv
 	@# two xdist workers on two cores: one BLAS thread each (threaded OpenBLAS spins on a busy machine; issue 26)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 tests src/distpriv
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup tests src/distpriv
 
 # The inner loop: every test not marked `slow` (goal: under 2 minutes on 2 cores). `make test` runs them all and
 # ends with the suite's total CPU time (tests/conftest.py).
 test-fast: $(TESTSTAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -m "not slow" tests src/distpriv
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" tests src/distpriv
 
 # Headless Chromium for the browser test of report.html (tests/release/test_report_reader.py; issue 23): installed from
 # Debian's `chromium` package when missing and running as root with apt-get; otherwise the test says why it skips.

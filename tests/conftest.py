@@ -230,10 +230,29 @@ SLOW_TESTS = (
 )
 
 
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The test's file when it uses a module-, class- or package-scoped fixture, else ``None``."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for defs in info.name2fixturedefs.values():
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them)."""
+    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them).
+
+    Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test of a file that uses a module-scoped fixture
+    goes to one worker (``xdist_group`` = the file), so the fixture is computed once per run, not once per worker
+    the file's tests happen to be spread over (the load scheduler splits files at its chunk boundaries)."""
     slow = pytest.mark.slow
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
             item.add_marker(slow)
+        group = _module_fixture_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -1,5 +1,7 @@
 """Every code block in docs/*.md runs: ```python blocks in one namespace per page, ```bash/```console
-blocks whose commands start with ``distpriv `` through the real console script, all in a temporary cwd."""
+blocks whose commands start with ``distpriv `` through the console script's entry point
+(:func:`distpriv.cli.main`, in-process: a fresh process per command only added its imports, ~3 s CPU each; the
+console script itself runs as a subprocess in tests/release/test_release.py), all in a temporary cwd."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_release import distpriv_exe
+from _cli import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -94,9 +96,7 @@ def test_page_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mo
             for cmd in shell_commands(code):
                 if not cmd.startswith("distpriv "):
                     continue
-                argv = shlex.split(cmd)
-                res = subprocess.run([*distpriv_exe(), *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
-                                     timeout=600)
+                res = run_in_process(shlex.split(cmd)[1:], tmp_path)
                 assert res.returncode == 0, f"{page.name}: `{cmd}` failed:\n{res.stderr}"
                 if "--format json" in cmd:
                     json.loads(res.stdout)
