@@ -206,12 +206,57 @@ def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - pytest-xdist hoo
         node.config._distpriv_worker_cpu = getattr(node.config, "_distpriv_worker_cpu", 0.0) + cpu
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="list the N tests with the most CPU seconds (setup + call + teardown, subprocesses "
+                          "included): unlike --durations, not inflated by other load on the machine")
+
+
+def _cpu_phase(item: pytest.Item):  # noqa: ANN202
+    """Record the CPU seconds of one phase of a test in its user_properties (sent to the xdist controller)."""
+    before = _own_cpu()
+    try:
+        return (yield)
+    finally:
+        item.user_properties.append(("cpu_seconds", _own_cpu() - before))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201
+    return (yield from _cpu_phase(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201
+    return (yield from _cpu_phase(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    return (yield from _cpu_phase(item))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        cpu = sum(v for k, v in report.user_properties if k == "cpu_seconds")
+        _TEST_CPU[report.nodeid] = cpu
+
+
+_TEST_CPU: dict[str, float] = {}
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # noqa: ANN001
-    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses."""
+    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses;
+    with ``--cpu-durations N``, the N tests with the most CPU seconds first."""
     import resource
 
     if getattr(config, "workeroutput", None) is not None:
         return
+    top = config.getoption("--cpu-durations")
+    if top:
+        terminalreporter.write_sep("=", f"{top} tests with the most CPU seconds (setup + call + teardown)")
+        for nodeid, cpu in sorted(_TEST_CPU.items(), key=lambda kv: -kv[1])[:top]:
+            terminalreporter.write_line(f"{cpu:8.2f}s cpu  {nodeid}")
     workers = getattr(config, "_distpriv_worker_cpu", None)
     total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
     where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
