@@ -170,6 +170,24 @@ def figure2_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
     )
 
 
+@pytest.fixture(scope="session")
+def figure5_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One Figure 5 computation (300 model samples) for the figure, render and report tests; do not mutate it."""
+    from distpriv.experiments import chen_ohrimenko as co
+
+    return computed_once(tmp_path_factory, "figure5_small", lambda: co.figure5(model_samples=300))
+
+
+@pytest.fixture(scope="session")
+def table3_eps1(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One small Table 3 at ε = 1 (reps=3, 300 model samples) for the determinism and report tests; do not mutate
+    it."""
+    from distpriv.experiments import chen_ohrimenko as co
+
+    return computed_once(tmp_path_factory, "table3_eps1",
+                         lambda: co.table3(reps=3, model_samples=300, epsilons=(1.0,)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _ledger_key_home(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN202
     """Release ledgers are signed with a key outside --out (``$DISTPRIV_HOME/ledger.key``, issue 27): point it at a
