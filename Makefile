@@ -35,7 +35,9 @@ test: $(TESTSTAMP) browser
 	@if command -v java >/dev/null 2>&1 || [ -n "$${JAVA_HOME:-}" ]; then $(MAKE) --no-print-directory $(SPARKSTAMP); fi
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src/distpriv
-	@# two xdist workers on two cores: one BLAS thread each (threaded OpenBLAS spins on a busy machine; issue 26)
+	@# two xdist workers on two cores: one BLAS thread each (threaded OpenBLAS spins on a busy machine; issue 26);
+	@# --dist loadgroup keeps the tests of a file with a module-scoped fixture on one worker (tests/conftest.py), so
+	@# the fixture is computed once; src/distpriv: the examples in docstrings (--doctest-modules, pyproject.toml)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup tests src/distpriv
 
 # The inner loop: every test not marked `slow` (goal: under 2 minutes on 2 cores). `make test` runs them all and
