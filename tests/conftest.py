@@ -291,6 +291,22 @@ SLOW_TESTS = (
     # the guide's pages that release, audit or reproduce (measured -n 0: 137 s CPU for all pages)
     *(f"tests/docs/test_docs.py::test_page_code_blocks_run[{page}]"
       for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms")),
+    # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
+    "tests/release/test_release_selection.py::test_rejected_assumptions_are_corrected_by_theorem_5_7",
+    "tests/data/test_data_distributed.py::test_dask_",
+    "tests/release/test_release_privacy.py::test_population_release_public_outputs_differ_only_in_the_noisy_values",
+    "tests/release/test_audit.py::test_audit_cli_refutes_an_overclaiming_declared_model",
+    "tests/release/test_release_scale.py::test_cli_sep_encoding_missing_glob_and_bad_input",
+    "tests/release/test_release_outdir_refusals.py::test_out_current_folder_empty_and_symlinked_parents",
+    "tests/docs/test_typing.py::test_user_script_type_checks_and_errors_are_caught",
+    "tests/release/test_release.py::test_composition_and_spec_file",
+    "tests/release/test_audit.py::test_audit_cli_model_from_data",
+    "tests/experiments/test_attribute_experiment.py::test_hospital_rows",
+    "tests/data/test_data_memory.py::test_file_larger_than_memory_limit_is_scanned_lazily",
+    "tests/release/test_audit.py::test_audit_local_cli",
+    "tests/cli/test_cli_demo.py::test_demo_full_run_writes_report",
+    "tests/attribute/test_attribute_apgm_box.py::test_hospital_box_apgm_and_exact_heteroscedastic_guarantee",
+    "tests/experiments/test_chen_ohrimenko_figures.py::test_figure4_smoke",
 )
 
 
