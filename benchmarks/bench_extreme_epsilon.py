@@ -1,11 +1,11 @@
 """Benchmark (issue 27, bounded work): a release at ε = 10⁶ against the same release at ε = 1.
 
-The 400-row table and 8,000-row population of ``tests/test_release.py``; ``protect`` with
+The 400-row table and 8,000-row population of ``tests/release/test_release.py``; ``protect`` with
 ``--samples 200`` at ε ∈ {1, 10⁶} (δ = 10⁻³, and δ = 10⁻³⁰⁰ at ε = 10⁶), each timed as the
 median of 3 runs in one process. Goal: ratio ε = 10⁶ / ε = 1 at most 2 (before issue 27: 140 s
 against 10 s, the Gaussian ⊛ Laplace cells refined to 4M points).
 
-Run: ``PYTHONPATH=src:tests python benchmarks/bench_extreme_epsilon.py``.
+Run: ``PYTHONPATH=src:tests/release python benchmarks/bench_extreme_epsilon.py``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Gaussian + Theorem 5.7 Laplace, and a standardised DirM (L) + Theorem 5.7 plan w
 (:meth:`distpriv.release.noise.NoisePlan.apply`, the exact sampler) and the share of intervals that
 contain F(D) is printed per statistic, with the binomial standard error sqrt(L(1 − L)/N) and the
 deviation in standard errors (goal: within ~3). For Gaussian-only plans the joint ellipsoid's
-coverage is printed too. Nothing is asserted (``tests/test_release_intervals.py`` checks the same
+coverage is printed too. Nothing is asserted (``tests/release/test_release_intervals.py`` checks the same
 at 1,000 releases).
 """
 

@@ -24,7 +24,7 @@ palmerpenguins`` if absent):
   other 233 the population; mean:body_mass_g, mean:flipper_length_mm, mean:bill_length_mm;
   protect species=Adelie; Ψ = {(0.4, 0.5)}.
 
-ε = 1, δ = 10⁻³ throughout. Nothing is asserted (``tests/test_release_stability.py`` runs the
+ε = 1, δ = 10⁻³ throughout. Nothing is asserted (``tests/release/test_release_stability.py`` runs the
 smallest case as a test).
 """
 

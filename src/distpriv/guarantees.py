@@ -456,7 +456,7 @@ def compose(guarantees: Sequence[Guarantee], *, independent: bool = False) -> Gu
     --------
     >>> import distpriv as dp
     >>> g = dp.Guarantee(epsilon=0.5, delta=1e-4, mechanism="expm-gauss", pairs=((0.4, 0.5),))
-    >>> total = dp.compose([g, g])
+    >>> total = dp.compose([g, g], independent=True)
     >>> (total.epsilon, total.delta)
     (1.0, 0.0002)
     """

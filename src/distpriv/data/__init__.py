@@ -14,7 +14,7 @@ frame through narwhals) and every computation runs inside its engine:
   shared between releases.
 
 Only aggregates and bounded samples reach Python, so memory does not grow with
-the table (``benchmarks/bench_scale.py``; ``tests/test_data_memory.py``).
+the table (``benchmarks/bench_scale.py``; ``tests/data/test_data_memory.py``).
 """
 
 from __future__ import annotations

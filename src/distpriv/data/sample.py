@@ -126,7 +126,7 @@ def _with_key(table: Table, seed: int, columns: Sequence[str] | None = None) -> 
         if table.backend == "duckdb":
             # DuckDB's 64-bit integer mixer (murmurhash64) of (row number XOR a hash of the seed); the
             # two-argument hash(a, b) only XORs the hashes and is not uniform enough for this
-            # (tests/test_data_sample.py::test_inclusion_is_uniform).
+            # (tests/data/test_data_sample.py::test_inclusion_is_uniform).
             scan = _parquet_rows(table, columns)
             if scan is not None:
                 rel, row = scan

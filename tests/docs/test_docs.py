@@ -1,5 +1,7 @@
 """Every code block in docs/*.md runs: ```python blocks in one namespace per page, ```bash/```console
-blocks whose commands start with ``distpriv `` through the real console script, all in a temporary cwd."""
+blocks whose commands start with ``distpriv `` through the console script's entry point
+(:func:`distpriv.cli.main`, in-process: a fresh process per command only added its imports, ~3 s CPU each; the
+console script itself runs as a subprocess in tests/release/test_release.py), all in a temporary cwd."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from test_release import distpriv_exe
+from _cli import run_in_process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 PAGES = sorted(DOCS.glob("*.md"))
@@ -77,15 +79,10 @@ def test_api_reference_targets_import() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.name != "api.md"], ids=lambda p: p.stem)
-def test_page_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              request: pytest.FixtureRequest) -> None:
     if page.name == "tutorial-adult.md":
-        from distpriv.datasets import load_adult
-        from distpriv.errors import DataUnavailableError
-
-        try:
-            load_adult()
-        except DataUnavailableError as exc:  # pragma: no cover - depends on the machine
-            pytest.skip(f"UCI Adult not available: {exc}")
+        request.getfixturevalue("adult_files")  # fetched like `make install` does, or skipped saying how
     if page.name == "getting-started.md" and importlib.util.find_spec("palmerpenguins") is None:
         pytest.skip("palmerpenguins (the table of the getting-started page; in the test extra) is not installed")
     monkeypatch.chdir(tmp_path)
@@ -99,9 +96,7 @@ def test_page_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mo
             for cmd in shell_commands(code):
                 if not cmd.startswith("distpriv "):
                     continue
-                argv = shlex.split(cmd)
-                res = subprocess.run([*distpriv_exe(), *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
-                                     timeout=600)
+                res = run_in_process(shlex.split(cmd)[1:], tmp_path)
                 assert res.returncode == 0, f"{page.name}: `{cmd}` failed:\n{res.stderr}"
                 if "--format json" in cmd:
                     json.loads(res.stdout)

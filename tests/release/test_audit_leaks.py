@@ -138,12 +138,24 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def audits(leaky: Path) -> dict[str | None, tuple[int, dict, str]]:
-    """Every audit but the timing one, run concurrently (one synthetic release of each table per audit)."""
-    procs = {leak: _audit(leaky, leak) for leak in EXPECTED}
+    """Every audit but the timing one (one synthetic release of each table per audit). The audits run the console
+    script's entry point in-process (:mod:`_cli`) with the leak's environment: the leaks act in the synthetic
+    releases, which the audit runs as fresh processes inheriting that environment (``PYTHONPATH`` first to the
+    ``sitecustomize.py``); the audit's own process would only add its imports. The timing audit below stays a
+    subprocess end to end."""
+    from _cli import run_in_process
+
     out = {}
-    for leak, p in procs.items():
-        so, se = p.communicate(timeout=1800)
-        out[leak] = (p.returncode, json.loads(so) if so.strip() else {}, se)
+    for leak in EXPECTED:
+        args = ["audit", "t.csv", *BASE, *_source(leak), "--side-channel-runs", "1"]
+        with pytest.MonkeyPatch.context() as mp:
+            for key in ("PYTHONPATH", "DISTPRIV_TEST_LEAK"):
+                mp.delenv(key, raising=False)
+            for key, value in _env(leaky, leak).items():
+                if key in ("PYTHONPATH", "DISTPRIV_TEST_LEAK"):
+                    mp.setenv(key, value)
+            res = run_in_process(args, leaky)
+        out[leak] = (res.returncode, json.loads(res.stdout) if res.stdout.strip() else {}, res.stderr)
     return out
 
 

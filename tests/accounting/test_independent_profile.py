@@ -16,7 +16,7 @@ its own error bound; it shares no code with ``distpriv``'s accounting. This modu
    refuse with ``AssumptionError`` or output what it claims: true δ(ε_claim) ≤ δ_claim
    up to the oracle's stated tolerance, both orders.
 
-Run ``python tests/test_independent_profile.py`` for a table of every refusal and violation.
+Run ``python tests/accounting/test_independent_profile.py`` for a table of every refusal and violation.
 """
 
 from __future__ import annotations

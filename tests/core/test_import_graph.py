@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # dev tooling, outside the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # dev tooling, outside the package
 import import_graph as ig  # noqa: E402
 
 

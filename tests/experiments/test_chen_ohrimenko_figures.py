@@ -49,8 +49,8 @@ def test_figure4_smoke(adult_ok):
         assert all(0 <= v <= 1 for v in s["GDP (G)"]["attack_accuracy"])
 
 
-def test_figure5_smoke(adult_ok):
-    res = co.figure5(model_samples=300)
+def test_figure5_smoke(figure5_small):
+    res = figure5_small
     assert res["figure"] == 5 and len(res["components"]) == 5
     for c in res["components"]:
         assert set(c["fits"]) == {"0.45", "0.55"}

@@ -49,7 +49,7 @@ def test_demo_examples_json():
     assert len(out["section_5_3"]["rows"]) == 11
 
 
-def test_demo_full_run_writes_report(tmp_path):
+def test_demo_full_run_writes_report(tmp_path, adult_files):
     res = run_cli("demo", "--reps", "3", "--out", str(tmp_path / "rep"), "--format", "json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -91,7 +91,7 @@ def test_unknown_command_exits_2():
 def test_readme_python_example_runs(capsys):
     import re
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
     for code in blocks:

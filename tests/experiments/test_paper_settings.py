@@ -31,7 +31,7 @@ PAPER_REPS = 50
 
 # --------------------------------------------------------------------------- Chen & Ohrimenko
 @pytest.fixture(scope="module")
-def tables():
+def tables(adult_files):
     try:
         co.get_context(0)
     except DataUnavailableError as exc:  # pragma: no cover - depends on the machine
