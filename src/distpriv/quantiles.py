@@ -33,7 +33,6 @@ from typing import Any
 import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats as sps
 
 from .errors import InvalidParameterError
 
@@ -156,6 +155,8 @@ class QuantileLaw:
         out = np.where(mean >= r, 1.0, 0.0)
         live = np.flatnonzero(np.abs(mean - r) <= 14.0 * sd + 2.0)
         if live.size:
+            from scipy import stats as sps  # lazy: scipy.stats costs ~0.3 s at import (issue 26)
+
             h = np.arange(k + 1, dtype=float)
             if self.replace:
                 p_h = sps.binom.pmf(h[None, :], k, fp[live, None]) if k else np.ones((live.size, 1))
