@@ -95,7 +95,7 @@ def test_bad_specs_one_line_naming_the_argument(spec: str, needle: str) -> None:
 def test_group_absent_from_population_and_values_outside_bins(pop: pd.DataFrame, table: pd.DataFrame) -> None:
     with pytest.raises(InvalidParameterError, match=r"stats: group 'Other' of .* is not a value of 'sex'"):
         protect(table, stats=["mean:hours@by=sex:Male|Other"], population=pop, samples=50, **BASE)
-    with pytest.raises(InvalidParameterError, match=r"stats: \d+ values of the data lie outside every bin"):
+    with pytest.raises(InvalidParameterError, match=r"stats: some values of the data lie outside every bin"):
         protect(table, stats=["hist:age@20,40,60"], population=pop, samples=50, **BASE)
     with pytest.raises(InvalidParameterError, match="from the public population"):
         protect(table, stats=["hist:education"], model_from_data=True, samples=50, **BASE)

@@ -154,8 +154,12 @@ def test_nonlinear_refused_with_reason(folder: Path, stat: str, why: str) -> Non
 
 
 def test_vector_statistics_accepted_and_bounds_needed() -> None:
-    check_record_specs(["hist:education", "hist:age@0,18,inf", "count:sex=Female@by=race", "sum:hours@by=sex"],
+    check_record_specs(["hist:education", "hist:age@-inf,18,inf", "count:sex=Female@by=race", "sum:hours@by=sex"],
                        (("hours", 0.0, 80.0),))
+    # bins that leave values outside would let one record decide between a release and a refusal
+    with pytest.raises(InvalidParameterError, match="start them at -inf and end them at inf") as exc:
+        check_record_specs(["hist:age@0,18,inf"], (("age", 17.0, 90.0),))
+    assert exc.value.argument == "stats"
     with pytest.raises(InvalidParameterError, match="bounds for column 'hours'") as exc:
         check_record_specs(["hist:education", "sum:hours@by=sex"], (("age", 17.0, 90.0),))
     assert exc.value.argument == "bounds"

@@ -404,6 +404,12 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     if spec.record_epsilon is not None:
         from .record import clamped_notes, layout_sensitivity_set, sensitivity_set
 
+        if n is None and declared is not None:  # the row count is private unless declared public
+            if spec.n is None:
+                raise InvalidParameterError("record-level DP with a declared model needs the public number of "
+                                            f"records: declare it with {arg('n')}",
+                                            argument="n")
+            n = int(spec.n)
         n_rec = n if n is not None else table.kept
         rec = (sensitivity_set(query, spec.bounds, n_rec) if layout is None
                else layout_sensitivity_set(layout, spec.bounds, n_rec))

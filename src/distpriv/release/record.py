@@ -152,6 +152,14 @@ def check_record_specs(stats: Sequence[str], bounds: Sequence[tuple[str, float, 
     for text in stats:
         req = parse_request(str(text))
         if req.plain or req.kind == "hist" or (req.kind in ("sum", "count") and req.by is not None):
+            edges = req.bins
+            if req.kind == "hist" and edges and not (math.isinf(edges[0]) and math.isinf(edges[-1])):
+                # a value outside every bin refuses the release (statspec.check_data): one replaced record would
+                # then decide between a release and a refusal, which record-level DP does not allow
+                raise InvalidParameterError(
+                    f"record-level DP needs the bins of {text!r} to cover every value: start them at -inf and end "
+                    "them at inf (one record outside every bin would otherwise refuse the release)",
+                    argument="stats")
             if have is not None and req.kind in ("mean", "sum") and req.target not in have:
                 raise InvalidParameterError(
                     f"record-level DP needs declared public bounds for column {req.target!r} (statistic {text!r}), "
@@ -677,6 +685,9 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
             "that domain, an upper bound where predicates are logically linked",
             "the engine's sum of n values is within n·2⁻⁵³·Σ|v| of the exact sum (recursive summation)",
             "the noise is drawn exactly from the Gaussian law rounded to the grid (post-processing)",
+            "the release is not refused because of the records: the protected group is neither empty nor the whole "
+            "table and no value is missing under missing='error' (those refusals depend on single records and are "
+            "outside this claim; they write nothing)",
             *sens.assumptions,
         ),
         "joint semidefinite program" if best_key == "joint" else f"{best.label}: the distribution-private noise plus "
