@@ -332,6 +332,33 @@ def _sorted_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     return matrix[np.lexsort(matrix.T[::-1])]
 
 
+def weighted_draws(mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator, *, replace: bool
+                   ) -> NDArray[np.float64]:
+    """``size`` rows of W @ mat, W the weights of k records drawn from the rows of ``mat`` (one row per draw).
+
+    Without replacement (k <= rows): W is the indicator of a uniform k-subset (the k smallest of uniform keys);
+    with replacement: multinomial counts (:func:`resample_counts`). Chunked to bound memory; the draws from
+    ``g`` depend on the number of rows, k and size only (:class:`MomentSampler` and the layout's recording
+    sampler rely on this to replay the same datasets).
+    """
+    out = np.zeros((size, mat.shape[1]))
+    s = len(mat)
+    chunk = max(1, 2_000_000 // max(s, 1))
+    exact_subset = not replace and k <= s
+    for start in range(0, size, chunk):
+        b = min(size, start + chunk) - start
+        if exact_subset and k == s:
+            w = np.ones((b, s))
+        elif exact_subset:
+            keys = g.random((b, s))
+            kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
+            w = (keys <= kth).astype(float)
+        else:
+            w = resample_counts(k, s, b, g)
+        out[start : start + b] = w @ mat
+    return out
+
+
 class MomentSampler:
     """F(Data) for datasets of n records with k = ⌊θn⌉ protected ones, shaped by a bounded subsample and
     matched exactly to the closed-form moments of the sampler.
@@ -395,20 +422,7 @@ class MomentSampler:
         out = np.zeros((size, m))
         if k == 0:
             return out
-        s = len(mat)
-        chunk = max(1, 2_000_000 // max(s, 1))
-        exact_subset = not self.replace and k <= s
-        for start in range(0, size, chunk):
-            b = min(size, start + chunk) - start
-            if exact_subset and k == s:
-                w = np.ones((b, s))
-            elif exact_subset:
-                keys = g.random((b, s))
-                kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
-                w = (keys <= kth).astype(float)
-            else:
-                w = resample_counts(k, s, b, g)
-            out[start : start + b] = w @ mat
+        out[:] = weighted_draws(mat, k, size, g, replace=self.replace)
         return out
 
     def raw(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:

@@ -29,8 +29,7 @@ from .._validation import as_rng
 from ..models import EmpiricalModel
 from ..quantiles import QuantileLaw
 from ..statspec import Layout
-from .data import Modelling, MomentSampler
-from .resample import resample_counts
+from .data import Modelling, MomentSampler, weighted_draws
 
 #: Thresholds of the indicator columns used to rank the resampled datasets' quantiles.
 _RANK_THRESHOLDS = 512
@@ -79,22 +78,7 @@ class RecordingSampler(MomentSampler):
                        ) -> NDArray[np.float64]:
         """W @ mat for the weights W that :meth:`MomentSampler._group` draws (the same draws from ``g``: they
         depend on the number of rows, k and size only)."""
-        out = np.zeros((size, mat.shape[1]))
-        s = len(mat)
-        chunk = max(1, 2_000_000 // max(s, 1))
-        exact_subset = not self.replace and k <= s
-        for start in range(0, size, chunk):
-            b = min(size, start + chunk) - start
-            if exact_subset and k == s:
-                w = np.ones((b, s))
-            elif exact_subset:
-                keys = g.random((b, s))
-                kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
-                w = (keys <= kth).astype(float)
-            else:
-                w = resample_counts(k, s, b, g)
-            out[start : start + b] = w @ mat
-        return out
+        return weighted_draws(mat, k, size, g, replace=self.replace)
 
     def raw_with_ranks(self, p: float, size: int, rng: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Raw draws of the base query and, per quantile, the index of the resampled dataset's quantile among

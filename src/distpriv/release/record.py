@@ -267,6 +267,20 @@ def _symmetric_halves(g: NDArray[np.float64]) -> bool:
     return len(g) % 2 == 0 and k > 0 and bool(np.array_equal(g[k:], -g[:k]))
 
 
+
+def _per_record(stat: Any, lim: dict[str, tuple[float, float]] | None
+                ) -> tuple[tuple[str, str], float, float, str]:
+    """One record's contribution to a linear statistic: (group key, range width, max |value|, label).
+
+    A mean/sum reads its column within the declared bounds [lo, hi] (``lim``; width hi − lo, |v| <= max(|lo|,
+    |hi|)); a count/proportion reads its predicate, 0 or 1 (``lim`` is ``None``).
+    """
+    if lim is None:
+        return ("predicate", str(stat.predicate)), 1.0, 1.0, f"predicate {stat.predicate} in {{0, 1}}"
+    lo, hi = lim[stat.column]
+    return (("column", str(stat.column)), hi - lo, max(abs(lo), abs(hi)),
+            f"column {stat.column} in [{lo:g}, {hi:g}]")
+
 def sensitivity_set(query: Any, bounds: Sequence[tuple[str, float, float]], n: int) -> SensitivitySet:
     """S of ``query`` for datasets of ``n`` records (module docstring), in the statistics' units."""
     check_record_query(query, bounds)
@@ -277,13 +291,7 @@ def sensitivity_set(query: Any, bounds: Sequence[tuple[str, float, float]], n: i
     bound = np.zeros(m)
     for j, stat in enumerate(query.statistics):
         s = 1.0 / n if stat.kind in ("mean", "proportion") else 1.0
-        if stat.kind in ("mean", "sum"):
-            lo, hi = lim[stat.column]
-            key, width, top = ("column", str(stat.column)), hi - lo, max(abs(lo), abs(hi))
-            labels[key] = f"column {stat.column} in [{lo:g}, {hi:g}]"
-        else:
-            key, width, top = ("predicate", str(stat.predicate)), 1.0, 1.0
-            labels[key] = f"predicate {stat.predicate} in {{0, 1}}"
+        key, width, top, labels[key] = _per_record(stat, lim if stat.kind in ("mean", "sum") else None)
         a = keyed.setdefault(key, np.zeros(m))
         a[j] = s * width
         bound[j] = n * s * top  # |F_j| <= n·s_j·max|v|
@@ -359,12 +367,9 @@ def layout_sensitivity_set(layout: Any, bounds: Sequence[tuple[str, float, float
             if stat.kind in ("mean", "sum"):
                 if stat.column not in lim:
                     check_record_query(SimpleQuery((stat,)), bounds)
-                lo, hi = lim[stat.column]
-                key, width, top = ("column", str(stat.column)), hi - lo, max(abs(lo), abs(hi))
-                labels[key] = f"column {stat.column} in [{lo:g}, {hi:g}]"
+                key, width, top, labels[key] = _per_record(stat, lim)
             else:
-                key, width, top = ("predicate", str(stat.predicate)), 1.0, 1.0
-                labels[key] = f"predicate {stat.predicate} in {{0, 1}}"
+                key, width, top, labels[key] = _per_record(stat, None)
             a = keyed.setdefault(key, np.zeros(m))
             a[j] = s * width
             bound[j] = n * s * top
