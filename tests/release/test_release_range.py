@@ -5,7 +5,7 @@
 * the population-coverage warning (public inputs only);
 * two datasets differing only in θ, released with the documented recipe (a public ``--range``), publish the
   same Ψ and identical files apart from :data:`distpriv.release.public.MAY_DIFFER`; the note that the private
-  share lies outside the range goes to the curator's stderr lines only; ``provenance.spec.command`` re-runs it.
+  share lies outside the range goes to the curator's stderr lines only; the CLI's command line of ``provenance.spec`` re-runs it.
 """
 
 from __future__ import annotations
@@ -291,8 +291,12 @@ def test_range_release_publishes_identical_files_apart_from_may_differ(
 @pytest.mark.slow
 def test_provenance_command_reruns_the_release(small: Path,
                                                recipe_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    from distpriv.cli.command import command_line
+    from distpriv.release.public import rerun_config
+
     ja = json.loads(recipe_runs["40"].stdout)
-    args = shlex.split(ja["provenance"]["spec"]["command"])
+    assert "command" not in ja["provenance"]["spec"]  # the library publishes the spec; the CLI renders commands
+    args = shlex.split(command_line(rerun_config(ja["provenance"]["spec"])))
     assert args[:3] == ["distpriv", "release", "DATA"]
     r = run(["release", *({"DATA": "d20.csv", "POP": "pop.csv"}.get(x, x) for x in args[2:]), "--format", "json"],
             small)

@@ -159,7 +159,10 @@ def test_cli_side_channel_and_curator_lines(folder: Path) -> None:
 
     assert public(ja) == public(jb)  # record_guarantee included: identical for the two secrets
     assert ja["record_guarantee"]["bounds"] == {"age": [20.0, 60.0]}
-    assert "--record-epsilon 1.0" in ja["provenance"]["spec"]["command"]
+    from distpriv.cli.command import command_line
+    from distpriv.release.public import rerun_config
+
+    assert "--record-epsilon 1.0" in command_line(rerun_config(ja["provenance"]["spec"]))
     cur = [ln for ln in a.stderr.splitlines() if ln.startswith(CURATOR_PREFIX)]
     assert any("outside the declared bounds [20, 60]" in ln for ln in cur)
     pub_a = [ln for ln in a.stderr.splitlines() if not ln.startswith(CURATOR_PREFIX)]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from distpriv.cli.command import spec_release_args
 from distpriv.errors import InvalidParameterError
 from distpriv.release.public import DATA_DEPENDENT, MAY_DIFFER, PUBLIC_FIELDS, data_dependent_fields
 from distpriv.release.sidechannel import (
@@ -22,7 +23,6 @@ from distpriv.release.sidechannel import (
     declared_table,
     off_grid,
     public_stderr,
-    spec_release_args,
     timing_difference,
 )
 

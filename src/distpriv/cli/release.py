@@ -301,6 +301,7 @@ def register(app: typer.Typer) -> None:
         from ..release.sidechannel import check_runs, side_channel_check
         from ..release.spec import build_spec
         from ..report import render_markdown, terminal_markdown, write_report
+        from .command import release_command
 
         fmt, out, force = o.fmt, o.out, o.force
         check_format(fmt)
@@ -324,7 +325,7 @@ def register(app: typer.Typer) -> None:
                 res = audit_release(prep, sel, trials=trials, confidence=confidence, audit_model=truth, model_source=source,
                             progress=tick)
             with audit_progress("side-channel check") as tick:
-                side = side_channel_check(prep, release_args, runs=runs, progress=tick)
+                side = side_channel_check(prep, release_command(release_args), runs=runs, progress=tick)
             g = plan_noise(sel.chosen).guarantee
             payload: dict[str, Any] = {"guarantee": g.to_dict(), "scope": AUDIT_SCOPE, **res.to_dict(),
                                        "side_channel": side.to_dict()}

@@ -273,11 +273,10 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
 
     Statistics, protected predicate, Ψ (and the grid it was built from), (ε, δ), mechanism, calibration, how
     f_θ was modelled (source, SHA-256 of a public population or model file, n, samples per θ), the reading
-    options, the number of earlier releases composed, and the equivalent ``distpriv release`` command with
-    ``DATA`` (and ``POP``/``MODEL``) standing for the files.
+    options and the number of earlier releases composed. :func:`rerun_config` turns it into a spec file
+    (TOML, the keys of :data:`~distpriv.release.spec.SPEC_KEYS`) that re-runs the release; a command line is a
+    rendering of the CLI (``distpriv.cli.command.command_line``), not published by the library.
     """
-    import shlex
-
     from .grid import grid_of
 
     prep = result.prepared
@@ -298,37 +297,82 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
     if spec.record_epsilon is not None:  # record-level DP (issue 22): public parameters and declared bounds
         out["record_epsilon"], out["record_delta"] = spec.record_epsilon, spec.record_delta
         out["bounds"] = {c: [lo, hi] for c, lo, hi in spec.bounds}
-    cmd = ["distpriv", "release", "DATA"]
-    for st in spec.stats:
-        cmd += ["--stat", st]
-    cmd += ["--protect", spec.protect]
-    if out["range"] is not None:
-        cmd += ["--range", f"{grid.lo!r}:{grid.hi!r}", "--gap", repr(grid.gap)]  # type: ignore[union-attr]
-    else:
-        for a, b in spec.pairs:
-            cmd += ["--pairs", f"{a!r},{b!r}"]
-    cmd += ["--epsilon", repr(spec.epsilon), "--delta", repr(spec.delta)]
-    cmd += {"population": ["--population", "POP"], "model": ["--model", "MODEL"]}.get(m.source, ["--model-from-data"])
-    if spec.mechanism != "auto":
-        cmd += ["--mechanism", spec.mechanism]
-    if spec.calibration != "exact":
-        cmd += ["--calibration", spec.calibration]
-    if m.source != "model":
-        cmd += ["--samples", str(spec.samples)]
-        if spec.n is not None:
-            cmd += ["--n", str(spec.n)]
-    if spec.record_epsilon is not None:
-        cmd += ["--record-epsilon", repr(spec.record_epsilon), "--record-delta", repr(spec.record_delta)]
-        for c, lo, hi in spec.bounds:
-            cmd += ["--bounds", f"{c}={lo!r}:{hi!r}"]
-    if spec.missing != "error":
-        cmd += ["--missing", spec.missing]
-    if spec.sep is not None:
-        cmd += ["--sep", spec.sep]
-    if spec.encoding is not None:
-        cmd += ["--encoding", spec.encoding]
-    out["command"] = shlex.join(cmd)
     return out
+
+
+def rerun_config(spec: dict[str, Any], data: str = "DATA", population: str = "POP",
+                 model: str = "MODEL") -> dict[str, Any]:
+    """The spec-file keys (:data:`~distpriv.release.spec.SPEC_KEYS`) that re-run a release from its published
+    ``provenance.spec`` (:func:`public_spec`) on the table ``data``, with the public population or model file
+    standing for the one whose SHA-256 the spec records.
+
+    Ψ is the grid (``range``, ``gap``) when the spec has one, else its pairs; n and the datasets per θ are the
+    published ones (n is the data's kept row count whenever f_θ is not declared, so declaring it changes nothing).
+    Not re-created: the earlier releases of a composition (``previous_releases``: their folders are private).
+    """
+    mod = spec["model"]
+    out: dict[str, Any] = {"data": data}
+    stats = spec["stats"]
+    if any(s["name"] != s["spec"] for s in stats):
+        out["stats"] = {s["name"]: s["spec"] for s in stats}
+    else:
+        out["stats"] = [s["spec"] for s in stats]
+    out["protect"] = spec["protect"]
+    if spec["range"] is not None:
+        out["range"], out["gap"] = f"{spec['range'][0]!r}:{spec['range'][1]!r}", spec["gap"]
+    else:
+        out["pairs"] = [list(p) for p in spec["pairs"]]
+    out.update(epsilon=spec["epsilon"], delta=spec["delta"], mechanism=spec["mechanism"],
+               calibration=spec["calibration"])
+    if mod["source"] == "population":
+        out["population"] = population
+    elif mod["source"] == "model":
+        out["model"] = model
+    else:
+        out["model_from_data"] = True
+    if mod["source"] != "model":
+        if mod["samples_per_theta"] is not None:
+            out["samples"] = int(mod["samples_per_theta"])
+        if mod["n"] is not None:
+            out["n"] = int(mod["n"])
+    if spec.get("record_epsilon") is not None:
+        out["record_epsilon"], out["record_delta"] = spec["record_epsilon"], spec["record_delta"]
+        out["bounds"] = [f"{c}={lo!r}:{hi!r}" for c, (lo, hi) in spec["bounds"].items()]
+    out["missing"] = spec["missing"]
+    for key in ("sep", "encoding"):
+        if spec[key] is not None:
+            out[key] = spec[key]
+    return out
+
+
+def config_toml(config: dict[str, Any]) -> str:
+    """``config`` (:func:`rerun_config`) as the text of a TOML spec file that
+    :func:`~distpriv.release.spec.load_spec_file` reads back to the same values (strings, numbers, booleans,
+    lists and one level of tables; floats by ``repr``, which TOML reads back exactly; characters that do not
+    print — controls, direction marks — as ``\\uXXXX`` escapes, so the text is safe to show in a report)."""
+    import math
+
+    def string(text: str) -> str:  # a TOML basic string; unprintable characters (controls, bidi marks) escaped
+        esc = {'"': '\\"', "\\": "\\\\"}
+        return '"' + "".join(esc.get(c) or (c if c.isprintable() else (f"\\u{ord(c):04X}" if ord(c) < 0x10000
+                                                                     else f"\\U{ord(c):08X}")) for c in text) + '"'
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, float):
+            return repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+        if isinstance(v, str):
+            return string(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{string(str(k))} = {value(x)}" for k, x in v.items()) + "}"
+        raise TypeError(f"config: no TOML form for {type(v).__name__}")
+
+    return "".join(f"{k} = {value(v)}\n" for k, v in config.items())
 
 
 def provenance(result: ReleaseResult) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..models import EmpiricalModel
 from ..relaxed.diagnose import divergence_gaps
 from ..report import Figure, Section, md_code, md_escape
 from .assumptions import MIN_BINS, eta_for
-from .public import PublicContext
+from .public import PublicContext, config_toml, rerun_config
 from .selection import evaluate_candidate
 
 _STREAM_ATTACKS = 2
@@ -413,8 +413,9 @@ def provenance_section(doc: dict[str, Any]) -> Section | None:
     body = (f"Made by distpriv {md_escape(prov['version'])} at {md_escape(prov['time'])} (UTC); release id "
             f"{md_code(prov['release_id'])}.\n\nFull public specification (`provenance.spec` in `release.json`):"
             "\n\n" + "\n".join(f"- {k}: {v}" for k, v in items)
-            + "\n\nThe same release of another table DATA (with the same public population POP or model MODEL): "
-            + md_code(sp["command"]))
+            + "\n\nThe same release of another table DATA (with the same public population POP or model MODEL) as a "
+              "spec file (`distpriv release --config FILE`):\n\n```toml\n"
+            + config_toml(rerun_config(sp)) + "```")
     return Section("Provenance", body)
 
 

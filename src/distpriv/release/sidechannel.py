@@ -3,7 +3,8 @@
 Two synthetic tables that differ only in θ — the two values θ0, θ1 of the first
 pair of Ψ — are built (:func:`synthetic_tables`) and each is released through the
 *whole* public path from scratch, in a fresh process:
-``python -m distpriv.cli release SYNTHETIC.csv <the audited options> --out DIR --format json``.
+``python -m distpriv.cli release SYNTHETIC.csv <the audited options> --out DIR --format json`` (the
+command is the CLI's, passed in: :func:`side_channel_check`).
 Nothing is reused from the prepared private release, so whatever the release code
 reads from its input — the true values included — is whatever the synthetic
 table holds, and a leak of it shows as a difference between the two runs.
@@ -72,7 +73,6 @@ import os
 import re
 import statistics as _stats
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -541,41 +541,6 @@ def synthetic_tables(prep: Prepared, rng: np.random.Generator) -> tuple[tuple[fl
 
 
 # --------------------------------------------------------------------------- runs
-def spec_release_args(spec: Any) -> list[str]:
-    """``distpriv release`` options reproducing a :class:`~distpriv.release.spec.ReleaseSpec` (data excluded).
-
-    Statistic names, a population frame and earlier releases cannot be given on the command line: the
-    CLI passes its own options instead (``distpriv audit``)."""
-    args: list[str] = []
-    for st in spec.stats:
-        args += ["--stat", st]
-    args += ["--protect", spec.protect]
-    for p, q in spec.pairs:
-        args += ["--pairs", f"{p!r},{q!r}"]
-    args += ["--epsilon", repr(spec.epsilon), "--delta", repr(spec.delta), "--mechanism", spec.mechanism,
-             "--calibration", spec.calibration, "--missing", spec.missing]
-    if spec.sep is not None:
-        args += ["--sep", spec.sep]
-    if spec.encoding is not None:
-        args += ["--encoding", spec.encoding]
-    if spec.population is not None:
-        args += ["--population", str(Path(spec.population).resolve())]
-    if spec.model is not None:
-        args += ["--model", str(Path(spec.model).resolve())]
-    if spec.model_from_data:
-        args += ["--model-from-data"]
-    if spec.n is not None:
-        args += ["--n", str(spec.n)]
-    if spec.model is None:
-        args += ["--samples", str(spec.samples)]
-    return args
-
-
-def release_command(table: Path, args: Sequence[str], out: Path) -> list[str]:
-    """The fresh-process command of one synthetic release."""
-    return [sys.executable, "-m", "distpriv.cli", "release", str(table), *args, "--out", str(out), "--format", "json"]
-
-
 def _child_env(env: dict[str, str] | None) -> dict[str, str]:
     """The environment of a synthetic run: the caller's, with this distpriv first on PYTHONPATH."""
     out = dict(os.environ if env is None else env)
@@ -584,10 +549,16 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
-def _run(theta: float, folder: Path, args: Sequence[str], out: str, env: dict[str, str], timeout: float) -> PublicRun:
+#: The argv of one synthetic release, given the table and the output folder (the CLI's
+#: ``distpriv.cli.command.release_command``: the library makes no command line).
+ReleaseCommand = Callable[[Path, Path], Sequence[str]]
+
+
+def _run(theta: float, folder: Path, command: ReleaseCommand, out: str, env: dict[str, str], timeout: float
+         ) -> PublicRun:
     """One release of ``folder/data.csv`` into ``folder/out``, run in ``folder``: both tables are released under the
     same relative names, so no path tells the runs apart."""
-    cmd = release_command(Path("data.csv"), args, Path(out))
+    cmd = list(command(Path("data.csv"), Path(out)))
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, cwd=folder, env=env, timeout=timeout, check=False)
@@ -620,7 +591,7 @@ def check_runs(runs: Any) -> int:
 
 def side_channel_check(
     prep: Prepared,
-    args: Sequence[str] | None = None,
+    command: ReleaseCommand,
     *,
     runs: int = DEFAULT_RUNS,
     env: dict[str, str] | None = None,
@@ -629,14 +600,13 @@ def side_channel_check(
 ) -> SideChannelResult:
     """Release two synthetic tables differing only in θ in fresh processes and diff everything (module docstring).
 
-    ``args``: the ``distpriv release`` options to audit (data, ``--out`` and ``--format`` excluded; default
-    :func:`spec_release_args` of ``prep.spec``); ``runs``: releases of each table (all timed, every
-    interleaved pair diffed); ``env``: of the runs (default: this process's, with this distpriv first on
-    ``PYTHONPATH``); relative paths in ``args`` must be made absolute (each run works in its own temporary folder);
-    ``progress``: called with the fraction of runs done.
+    ``command``: the argv of one release of the audited settings, given the synthetic table and the output folder
+    (both relative to the run's own temporary folder, so paths it holds must be absolute; the CLI passes
+    ``distpriv.cli.command.release_command`` of its own options); ``runs``: releases of each table (all timed,
+    every interleaved pair diffed); ``env``: of the runs (default: this process's, with this distpriv first on
+    ``PYTHONPATH``); ``progress``: called with the fraction of runs done.
     """
     n_runs = check_runs(runs)
-    release_args = list(spec_release_args(prep.spec) if args is None else args)
     from_data = bool(prep.spec.model_from_data)
     (a, b), tables, how = synthetic_tables(prep, prep.stream(_STREAM_SIDE))
     child_env = _child_env(env)
@@ -655,7 +625,7 @@ def side_channel_check(
             order = (0, 1) if r % 2 == 0 else (1, 0)  # θ0 θ1 θ1 θ0 θ0 θ1 …
             got: dict[int, PublicRun] = {}
             for i in order:
-                got[i] = _run((a, b)[i], folders[i], release_args, f"out{r}", child_env, timeout)
+                got[i] = _run((a, b)[i], folders[i], command, f"out{r}", child_env, timeout)
                 done += 1
                 if progress is not None:
                     progress(done / (2 * n_runs))
