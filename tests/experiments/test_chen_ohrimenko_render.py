@@ -87,7 +87,7 @@ def test_every_figure_has_title_panel_labels_and_legend(adult_ok, figure5_small)
 
 def test_write_report(figure5_small, table3_eps1, tmp_path):
     res = [copy.deepcopy(figure5_small), copy.deepcopy(table3_eps1)]
-    files = co.write_report(res, tmp_path, {"figure 5": 0.1})
+    files = co.write_chen_ohrimenko_report(res, tmp_path, {"figure 5": 0.1})
     names = {p.name for p in files}
     assert {"chen_ohrimenko_figure5.png", "chen_ohrimenko.md", "chen_ohrimenko.json"} <= names
     assert (tmp_path / "chen_ohrimenko_figure5.png").read_bytes()[:4] == b"\x89PNG"

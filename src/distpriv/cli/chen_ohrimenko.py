@@ -41,13 +41,13 @@ def chen_ohrimenko(
                              paper_settings=paper_settings, show_progress=True)
     out_dir = prepare_out(out)
     if out_dir is not None:
-        co.write_report(results, out_dir, timing)
+        co.write_chen_ohrimenko_report(results, out_dir, timing)
     if fmt == "json":
         payload: Any = results[0] if len(results) == 1 else {"study": co.STUDY, "results": results,
                                                              "timing_seconds": timing}
         typer.echo(dumps(payload))
     else:
-        typer.echo("\n".join(co.render_markdown(r) for r in results))
+        typer.echo("\n".join(co.chen_ohrimenko_markdown(r) for r in results))
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ def zhang_attribute(
     out: Path | None = typer.Option(None, "--out", help="directory for a Markdown report and JSON"),
 ) -> None:
     """Synthetic hospital (Section 4.2) and school example (Example 1) of Zhang, Ohrimenko & Cummings."""
-    from ..experiments.zhang_attribute import run, to_markdown, write_report
+    from ..experiments.zhang_attribute import run, to_markdown, write_zhang_attribute_report
     from ..formatting import check_format, dumps
 
     fmt = check_format(format)
@@ -29,7 +29,7 @@ def zhang_attribute(
     res = run(seed=seed, runs=runs, epsilon=epsilon, delta=delta, calibration=calibration,
               paper_settings=paper_settings, show_progress=fmt != "json")
     if out is not None:
-        write_report(res, out, {"zhang-attribute": time.perf_counter() - start})
+        write_zhang_attribute_report(res, out, {"zhang-attribute": time.perf_counter() - start})
     typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
 
 

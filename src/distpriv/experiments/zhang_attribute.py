@@ -354,7 +354,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_report(result: dict[str, Any], out: str | Path, timing: dict[str, float] | None = None) -> list[Path]:
+def write_zhang_attribute_report(result: dict[str, Any], out: str | Path, timing: dict[str, float] | None = None) -> list[Path]:
     """Write ``zhang_attribute.md`` (the Markdown report) and ``zhang_attribute.json`` into ``out``."""
     outdir = prepare_out(out)
     assert outdir is not None

@@ -19,8 +19,8 @@ from .metadata import METADATA
 
 #: name -> builder; everything else about a mechanism is in :data:`~distpriv.mechanisms.metadata.METADATA`.
 _BUILDERS: dict[str, Callable[..., Mechanism]] = {
-    "wasserstein": wasserstein.wasserstein,
-    "approx-wasserstein": wasserstein.approx_wasserstein,
+    "wasserstein": wasserstein.wasserstein_mechanism,
+    "approx-wasserstein": wasserstein.approx_wasserstein_mechanism,
     "expm-laplace": expected_value.expm_laplace,
     "expm-gauss": expected_value.expm_gauss,
     "dirm-laplace": expected_value.dirm_laplace,

@@ -55,7 +55,7 @@ def pair_w_infinity(model: QueryModel, a: Hashable, b: Hashable) -> float:
     return float(np.abs(g.mean(a) - g.mean(b)).sum())
 
 
-def wasserstein(inp: Inputs, *, w_infinity: float | None = None) -> Mechanism:
+def wasserstein_mechanism(inp: Inputs, *, w_infinity: float | None = None) -> Mechanism:
     """Theorem 4.1: Lap(Δ_W/ε) per component, Δ_W = max_Ψ W∞(f_θi, f_θj).
 
     ``w_infinity`` lets a caller supply Δ_W computed elsewhere.
@@ -81,7 +81,7 @@ def wasserstein(inp: Inputs, *, w_infinity: float | None = None) -> Mechanism:
     return _laplace("wasserstein", "Wasserstein", inp, dw / inp.epsilon, g, w_infinity=dw, w_infinity_per_pair=per_pair)
 
 
-def approx_wasserstein(
+def approx_wasserstein_mechanism(
     inp: Inputs, *, method: str = "bounded", c: float | None = None, closeness: float | None = None,
     gamma: float = 0.05,
 ) -> Mechanism:

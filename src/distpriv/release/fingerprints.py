@@ -47,7 +47,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import row_fingerprints as _engine_fingerprints
 from ..data.fingerprint import cell_fingerprints, normalise_name, normalised_row_hashes
 from ..errors import InvalidParameterError, arg
 
@@ -72,17 +71,6 @@ def key_bytes(key: str) -> bytes:
     if not isinstance(key, str) or len(key) != KEY_LENGTH or not key.isascii():
         raise ValueError("key: expected 16 ASCII characters")  # pragma: no cover - internal use
     return key.encode("ascii")
-
-
-def table_fingerprints(table: Any, key: str) -> NDArray[np.uint64]:
-    """Sorted keyed whole-row fingerprints (scheme :data:`FINGERPRINT_SCHEME`, un-normalised; kept for callers of
-    :func:`distpriv.data.row_fingerprints`; the ledger uses :func:`table_cells`)."""
-    return _engine_fingerprints(table, key=key_bytes(key))
-
-
-def row_fingerprints(data: Any, key: str) -> NDArray[np.uint64]:
-    """Alias of :func:`table_fingerprints` (a pandas frame, a path, any supported frame)."""
-    return table_fingerprints(data, key)
 
 
 def row_sums(cells: NDArray[np.uint64], index: Sequence[int] | None = None) -> NDArray[np.uint64]:

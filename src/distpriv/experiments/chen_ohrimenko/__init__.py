@@ -45,7 +45,13 @@ from .command import FIGURES, TABLES, run
 from .context import CONTEXT_CACHE_SIZE, Context, get_context
 from .figures import figure2, figure3, figure4, figure5
 from .measures import PAPER_DIRM_NOTE, paper_dirm_laplace
-from .render import ZERO_NOTE, build_figure, plot, render_markdown, write_report
+from .render import (
+    ZERO_NOTE,
+    build_figure,
+    chen_ohrimenko_markdown,
+    plot,
+    write_chen_ohrimenko_report,
+)
 from .settings import (
     DELTA,
     DELTA_PS,
@@ -81,6 +87,6 @@ __all__ = [
     "GAUSSIAN_EVM", "GDP_MECHANISMS", "MODEL_SAMPLES", "N_RECORDS", "N_SHADOW", "N_TEST", "PAPER_DIRM_NOTE",
     "PAPER_TABLE3", "PAPER_TABLE4", "PAPER_TEXT", "PROPERTIES", "PROPERTY_LABELS", "REPS", "STUDY",
     "TABLE3_MECHANISMS", "TABLES", "ZERO_NOTE", "Context", "build_figure", "dumps", "figure2", "figure3",
-    "figure4", "figure5", "get_context", "pair_for", "paper_dirm_laplace", "plot", "render_markdown", "run",
-    "table3", "table3_differences", "table4", "write_report",
+    "figure4", "figure5", "get_context", "pair_for", "paper_dirm_laplace", "plot", "chen_ohrimenko_markdown", "run",
+    "table3", "table3_differences", "table4", "write_chen_ohrimenko_report",
 ]

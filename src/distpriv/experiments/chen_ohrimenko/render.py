@@ -14,7 +14,7 @@ from ...formatting import dumps, markdown_table
 from .settings import PROPERTY_LABELS, STUDY, _other
 
 
-def render_markdown(result: dict[str, Any]) -> str:
+def chen_ohrimenko_markdown(result: dict[str, Any]) -> str:
     """A Markdown section for one table or figure result."""
     lines: list[str] = []
     if "table" in result:
@@ -251,14 +251,14 @@ def build_figure(result: dict[str, Any]) -> Any:
     return fig
 
 
-def write_report(results: Sequence[dict[str, Any]], out: Path, timing: dict[str, float] | None = None) -> list[Path]:
+def write_chen_ohrimenko_report(results: Sequence[dict[str, Any]], out: Path, timing: dict[str, float] | None = None) -> list[Path]:
     """Write figure PNGs, ``chen_ohrimenko.md`` (tables beside the paper, figures embedded) and ``.json``."""
     written: list[Path] = []
     body = ["# Chen & Ohrimenko, Section 6 — reproduction\n"]
     for res in results:
         pngs = plot(res, out)
         written.extend(pngs)
-        body.append(render_markdown(res))
+        body.append(chen_ohrimenko_markdown(res))
         body.extend(f"![{p.stem}]({p.name})\n" for p in pngs)
     if timing:
         body.append("## Timing\n")
