@@ -34,6 +34,30 @@ def test_central_calibrated_profile_reproduces_the_guarantee() -> None:
     assert prof.epsilon(1e-2) == g.epsilon and math.isinf(prof.epsilon(1e-5))  # monotone in δ; nothing below δ₀
 
 
+@pytest.mark.parametrize("name", ["expm-gauss", "expm-laplace", "eigm", "daum", "dirm-gauss", "wasserstein", "optm"])
+def test_central_guarantee_is_read_from_the_profile(name: str) -> None:
+    """``mech.guarantee`` is the profile's answer at δ₀ (issue 24): the same object the profile gives, and a claim
+    tightened after calibration (a new guarantee set) changes the profile it is read from."""
+    import pickle
+    from dataclasses import replace
+
+    from distpriv.mechanisms.base import calibrated_profile
+
+    mech = dp.calibrate(name, _model(), [(0, 1)], epsilon=1.0, delta=1e-3)
+    g = mech.guarantee
+    assert mech.privacy_profile().guarantee(g.delta) == g == calibrated_profile(g).guarantee(g.delta)
+    assert pickle.loads(pickle.dumps(mech)).guarantee == g  # the profile pickles with the mechanism
+    mech.guarantee = replace(g, delta=g.delta / 2 if g.delta else 0.0, notes=(*g.notes, "tightened"))
+    prof = mech.privacy_profile()
+    assert prof.epsilon(g.delta / 2) == g.epsilon and mech.guarantee.notes[-1] == "tightened"
+    assert math.isinf(prof.epsilon(g.delta / 4)) if g.delta else prof.epsilon(0.0) == g.epsilon
+    kl = replace(g, delta=0.0, divergence="kl", epsilon=0.25)
+    mech.guarantee = kl
+    assert mech.guarantee == kl and mech.privacy_profile().guarantee(divergence="kl").epsilon == 0.25
+    with pytest.raises(dp.DistPrivError):
+        mech.privacy_profile().epsilon(1e-3)  # a divergence claim proves no (ε, δ)
+
+
 def test_central_exact_profile_matches_the_analytic_gaussian() -> None:
     model = _model()
     mech = dp.calibrate("expm-gauss", model, [(0, 1)], epsilon=1.0, delta=1e-3)

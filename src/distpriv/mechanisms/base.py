@@ -97,6 +97,62 @@ class L2Estimate:
     method: str
 
 
+@dataclass(frozen=True)
+class _CalibratedMap:
+    """The map of a calibrated (ε, δ₀) claim: ε for δ >= δ₀, ∞ below (a divergence claim: ε for that divergence
+    only). A class, not a closure, so that mechanisms pickle."""
+
+    epsilon: float
+    delta: float
+    divergence: str | None = None
+
+    def __call__(self, asked: float | str) -> Claim:
+        if self.divergence is not None:
+            return Claim(self.epsilon if asked == self.divergence else math.inf)
+        d = float(asked)
+        return Claim(self.epsilon if d >= self.delta else math.inf, d)
+
+
+def calibrated_profile(g: Guarantee) -> PrivacyProfile:
+    """The privacy map of a calibrated claim ``g``: (ε, δ₀) also proves (ε, δ) for every δ >= δ₀ and nothing
+    below δ₀ (ε = ∞); a divergence claim bounds that divergence only. ``calibrated_profile(g).guarantee(g.delta)``
+    (or ``.guarantee(divergence=g.divergence)``) is ``g`` itself, field for field."""
+    claim = _CalibratedMap(g.epsilon, g.delta, g.divergence)
+    return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=None if g.divergence else claim,
+                          at_divergence=claim if g.divergence else None, calibration=g.calibration,
+                          assumptions=g.assumptions, theorem=g.theorem, notes=g.notes)
+
+
+class _ProfileGuarantee:
+    """``mech.guarantee``, derived from the mechanism's privacy profile (issue 24 item 4).
+
+    Setting a :class:`~distpriv.guarantees.Guarantee` (at calibration, or when an accounting tightens the claim)
+    stores its :func:`calibrated_profile` and the question it answers (δ₀, or the divergence); reading it asks
+    the profile that question. The profile reproduces the claim exactly (checked on every set).
+    """
+
+    def __get__(self, obj: Any, owner: Any = None) -> Guarantee:
+        if obj is None:  # class access: the dataclass field has no default
+            raise AttributeError("guarantee")
+        cached: Guarantee | None = obj.__dict__.get("_guarantee")
+        if cached is None:
+            profile: PrivacyProfile = obj.__dict__["_profile"]
+            asked: float | str = obj.__dict__["_asked"]
+            cached = profile.guarantee(divergence=asked) if isinstance(asked, str) else profile.guarantee(asked)
+            obj.__dict__["_guarantee"] = cached
+        return cached
+
+    def __set__(self, obj: Any, value: Guarantee) -> None:
+        if not isinstance(value, Guarantee):
+            raise InvalidTypeError(f"guarantee: expected a distpriv.guarantees.Guarantee, got {type(value).__name__}")
+        profile = calibrated_profile(value)
+        asked: float | str = value.divergence if value.divergence is not None else value.delta
+        derived = profile.guarantee(divergence=asked) if isinstance(asked, str) else profile.guarantee(asked)
+        if derived != value:  # pragma: no cover - an invariant of calibrated_profile
+            raise AssertionError(f"the calibrated profile does not reproduce {value!r}")
+        obj.__dict__.update(_profile=profile, _asked=asked, _guarantee=derived)
+
+
 @dataclass
 class AdditiveNoiseMechanism:
     """A calibrated mechanism adding noise Z to a query value F(Data) in R^m.
@@ -113,7 +169,8 @@ class AdditiveNoiseMechanism:
     ----------
     name: registry name (``"expm-gauss"``); label: the papers' table label (``"ExpM (G)"``).
     noise: the noise law Z (:class:`~distpriv.noise.NoiseLaw`).
-    guarantee: the (ε, δ) claim with its assumptions.
+    guarantee: the (ε, δ) claim with its assumptions, read from the mechanism's privacy profile
+    (:meth:`privacy_profile`; setting it stores the claim's :func:`calibrated_profile`).
     details: calibration quantities (sensitivities, D_max, per-direction variances, ...) for reports and
     research code; library code reads the typed ``accounting`` and ``l2_estimate`` instead.
     accounting: the exact accounting under the model (:class:`Accounting`), ``None`` if not accounted.
@@ -124,7 +181,7 @@ class AdditiveNoiseMechanism:
     label: str
     dim: int
     noise: NoiseLaw
-    guarantee: Guarantee
+    guarantee: _ProfileGuarantee = _ProfileGuarantee()
     details: dict[str, Any] = field(default_factory=dict)
     accounting: Accounting | None = None
     l2_estimate: L2Estimate | None = field(default=None, repr=False, compare=False)
@@ -235,15 +292,10 @@ class AdditiveNoiseMechanism:
         certified upper end; Chen & Ohrimenko Definition 3.2 evaluated by the exact accounting of
         :attr:`noise`), under the assumption that the model (its Gaussian fit for samples) is the truth.
         """
-        g = self.guarantee
-
-        def calibrated(delta: float) -> Claim:
-            d = float(delta)
-            return Claim(g.epsilon if d >= g.delta else math.inf, d)
-
         if model is None:
-            return PrivacyProfile(g.mechanism, g.framework, g.pairs, at_delta=calibrated, calibration=g.calibration,
-                                  assumptions=g.assumptions, theorem=g.theorem, notes=g.notes)
+            profile: PrivacyProfile = self.__dict__["_profile"]  # the one :attr:`guarantee` is read from
+            return profile
+        g = self.guarantee
         noise = self.noise
 
         def exact(delta: float) -> Claim:
