@@ -9,7 +9,8 @@ same code. The CLI is imported first, then :func:`sys.setprofile` records every 
 release itself (``distpriv.cli.main``, what the console script runs, called in this process):
 
 * ``files``: library files (under the ``distpriv`` package, ``cli/`` included) in which a function ran
-  (module bodies run by lazy imports are not counted: they are loading, not the release's code path);
+  (module and class bodies run by lazy imports, and whatever they call, are not counted: that is loading,
+  not the release's code path);
 * ``functions``: distinct (file, first line) of those functions (nested functions and lambdas included);
 * ``depth``: the largest number of distpriv function frames on the stack at once; ``chain``: that stack.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import io
 import json
 import sys
@@ -53,21 +55,26 @@ class Tracer:
     def __init__(self, root: Path) -> None:
         self.root = str(root)
         self.functions: set[tuple[str, int, str]] = set()
-        self.depth_of: dict[int, int] = {}
+        self.depth_of: dict[int, tuple[int, bool]] = {}
         self.max_depth = 0
         self.chain: list[str] = []
 
+    def _library(self, frame: FrameType) -> bool:
+        return frame.f_code.co_filename.startswith(self.root)
+
     def _ours(self, frame: FrameType) -> bool:
-        code = frame.f_code
-        return code.co_filename.startswith(self.root) and code.co_name != "<module>"
+        """A library *function* frame (not a module or class body: those lack CO_OPTIMIZED)."""
+        return self._library(frame) and bool(frame.f_code.co_flags & inspect.CO_OPTIMIZED)
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
             parent = frame.f_back
-            base = self.depth_of.get(id(parent), 0) if parent is not None else 0
-            ours = self._ours(frame)
+            base, loading = self.depth_of.get(id(parent), (0, False)) if parent is not None else (0, False)
+            # a library module body running (a lazy import) and everything it calls is loading, not the release
+            loading = loading or (self._library(frame) and frame.f_code.co_name == "<module>")
+            ours = self._ours(frame) and not loading
             depth = base + 1 if ours else base
-            self.depth_of[id(frame)] = depth
+            self.depth_of[id(frame)] = (depth, loading)
             if ours:
                 code = frame.f_code
                 self.functions.add((code.co_filename, code.co_firstlineno, code.co_qualname))
@@ -88,8 +95,11 @@ class Tracer:
 
     def summary(self) -> dict[str, Any]:
         files = sorted({Path(f).relative_to(self.root).as_posix() for f, _, _ in self.functions})
+        by_file: dict[str, list[str]] = {f: [] for f in files}
+        for f, line, name in sorted(self.functions):
+            by_file[Path(f).relative_to(self.root).as_posix()].append(f"{name}:{line}")
         return {"files": len(files), "functions": len(self.functions), "depth": self.max_depth,
-                "file_list": files, "chain": self.chain}
+                "file_list": files, "chain": self.chain, "functions_by_file": by_file}
 
 
 def trace(folder: Path) -> dict[str, Any]:

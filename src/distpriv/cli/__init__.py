@@ -30,7 +30,18 @@ _REPRODUCE_MODULES = ("chen_ohrimenko", "zhang_attribute", "kawamoto_tupling", "
 _COMMAND_MODULES = ("demo", "release")
 
 
-def _register() -> None:
+#: Top-level commands whose module is the only one a run of them needs (``release``, ``audit``, ``audit-local``).
+_ONLY_MODULE = {"release": "release", "audit": "release", "audit-local": "release"}
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Register the commands: all of them, or, when ``argv`` runs one of :data:`_ONLY_MODULE`, that command's
+    module alone (``distpriv release`` then loads no other command's module; ``distpriv --help`` lists all)."""
+    args = sys.argv[1:] if argv is None else argv
+    only = _ONLY_MODULE.get(args[0]) if args else None
+    if only is not None:
+        importlib.import_module(f"{__name__}.{only}").register(app)
+        return
     for name in _REPRODUCE_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(reproduce_app)
     for name in _COMMAND_MODULES:
@@ -122,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     :class:`DistPrivError` from any command becomes one line on stderr and exit status 2.
     """
     try:
-        _register()
+        _register(argv)
         _show_warnings_once()
         command = typer.main.get_command(app)
         _metavars(command)
