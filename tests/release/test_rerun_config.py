@@ -49,11 +49,11 @@ def first(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     from test_release_privacy import table
 
     d = tmp_path_factory.mktemp("rerun")
-    table(3_000, 1_200, 1, 1_000_000).to_csv(d / "pop.csv", index=False)
-    table(300, 120, 2, 0).to_csv(d / "data.csv", index=False)
+    table(1_500, 600, 1, 1_000_000).to_csv(d / "pop.csv", index=False)
+    table(200, 80, 2, 0).to_csv(d / "data.csv", index=False)
     protect(d / "data.csv", stats=["mean:age", "count:sex=Female"], names=["age", "count:sex=Female"],
             protect="income=>50K", pairs=grid(0.3, 0.5, 0.1), epsilon=1.0, delta=1e-3,
-            population=d / "pop.csv", samples=60, seed=SEED, out=d / "first")
+            population=d / "pop.csv", samples=40, seed=SEED, out=d / "first")
     return d, json.loads((d / "first" / "release.json").read_text())
 
 
@@ -64,7 +64,7 @@ def test_provenance_has_no_command_and_the_config_round_trips(first: tuple[Path,
     cfg = rerun_config(spec, data="data.csv", population="pop.csv")
     assert cfg["stats"] == {"age": "mean:age", "count:sex=Female": "count:sex=Female"}  # names kept: a table
     assert cfg["range"] == "0.3:0.5" and cfg["gap"] == 0.1 and "pairs" not in cfg
-    assert cfg["population"] == "pop.csv" and cfg["samples"] == 60 and cfg["n"] == 300
+    assert cfg["population"] == "pop.csv" and cfg["samples"] == 40 and "n" not in cfg  # n: the table's own
     (d / "rerun.toml").write_text(config_toml(cfg), encoding="utf-8")
     back = load_spec_file(d / "rerun.toml")
     assert back["data"] == d / "data.csv" and back["population"] == d / "pop.csv"  # resolved against the file
@@ -99,13 +99,24 @@ def test_command_line_is_the_clis_rendering_of_the_config(first: tuple[Path, dic
     assert args[:3] == ["distpriv", "release", "DATA"]
     assert args[3:9] == ["--stat", "mean:age", "--stat", "count:sex=Female", "--protect", "income=>50K"]
     assert args[args.index("--range") + 1] == "0.3:0.5" and args[args.index("--gap") + 1] == "0.1"
-    assert args[args.index("--population") + 1] == "POP" and args[args.index("--n") + 1] == "300"
+    assert args[args.index("--population") + 1] == "POP" and "--n" not in args
     assert config_args({"pairs": [[0.45, 0.55]], "model_from_data": True, "sep": None}) == [
         "--pairs", "0.45,0.55", "--model-from-data"]
 
 
+def test_n_only_where_the_release_had_to_declare_it(first: tuple[Path, dict[str, Any]]) -> None:
+    """With ``missing = "drop"`` a population release needs a declared n (the kept count): the recipe carries it;
+    from the data, n is the kept count by itself; with nothing dropped, n is the table's row count."""
+    spec = copy.deepcopy(first[1]["provenance"]["spec"])
+    spec["missing"] = "drop"
+    assert rerun_config(spec)["n"] == 200
+    spec["model"]["source"] = "data"
+    cfg = rerun_config(spec)
+    assert "n" not in cfg and cfg["model_from_data"] is True and "population" not in cfg
+
+
 def test_config_toml_writes_what_toml_reads_back() -> None:
-    import tomllib
+    from distpriv.release.spec import tomllib  # tomllib, or tomli before Python 3.11
 
     cfg = {"protect": 'a="b\\c"\x7f', "epsilon": 1e-06, "delta": float("inf"), "n": 3, "model_from_data": False,
            "pairs": [[0.1, 0.30000000000000004]], "stats": {"x\u202e y": "mean:x"}, "sep": "\t"}

@@ -306,8 +306,10 @@ def rerun_config(spec: dict[str, Any], data: str = "DATA", population: str = "PO
     ``provenance.spec`` (:func:`public_spec`) on the table ``data``, with the public population or model file
     standing for the one whose SHA-256 the spec records.
 
-    Ψ is the grid (``range``, ``gap``) when the spec has one, else its pairs; n and the datasets per θ are the
-    published ones (n is the data's kept row count whenever f_θ is not declared, so declaring it changes nothing).
+    Ψ is the grid (``range``, ``gap``) when the spec has one, else its pairs; the datasets per θ are the
+    published ones; n (the kept row count of the table, which any declared n must equal) is given only where the
+    release had to declare it (a population with ``missing = "drop"``), so the recipe also runs on a table of
+    another size.
     Not re-created: the earlier releases of a composition (``previous_releases``: their folders are private).
     """
     mod = spec["model"]
@@ -333,8 +335,8 @@ def rerun_config(spec: dict[str, Any], data: str = "DATA", population: str = "PO
     if mod["source"] != "model":
         if mod["samples_per_theta"] is not None:
             out["samples"] = int(mod["samples_per_theta"])
-        if mod["n"] is not None:
-            out["n"] = int(mod["n"])
+        if mod["source"] == "population" and spec["missing"] == "drop" and mod["n"] is not None:
+            out["n"] = int(mod["n"])  # declared public by the release (rows dropped: n must be declared)
     if spec.get("record_epsilon") is not None:
         out["record_epsilon"], out["record_delta"] = spec["record_epsilon"], spec["record_delta"]
         out["bounds"] = [f"{c}={lo!r}:{hi!r}" for c, (lo, hi) in spec["bounds"].items()]
