@@ -58,6 +58,8 @@ class Tracer:
         self.depth_of: dict[int, tuple[int, bool]] = {}
         self.max_depth = 0
         self.chain: list[str] = []
+        #: per library file: the deepest stack on which one of its functions ran
+        self.deepest: dict[str, tuple[int, list[str]]] = {}
 
     def _library(self, frame: FrameType) -> bool:
         return frame.f_code.co_filename.startswith(self.root)
@@ -81,6 +83,8 @@ class Tracer:
                 if depth > self.max_depth:
                     self.max_depth = depth
                     self.chain = self._stack(frame)
+                if depth > self.deepest.get(code.co_filename, (0, []))[0]:
+                    self.deepest[code.co_filename] = (depth, self._stack(frame))
         elif event == "return":
             self.depth_of.pop(id(frame), None)
 
@@ -99,7 +103,9 @@ class Tracer:
         for f, line, name in sorted(self.functions):
             by_file[Path(f).relative_to(self.root).as_posix()].append(f"{name}:{line}")
         return {"files": len(files), "functions": len(self.functions), "depth": self.max_depth,
-                "file_list": files, "chain": self.chain, "functions_by_file": by_file}
+                "file_list": files, "chain": self.chain, "functions_by_file": by_file,
+                "deepest_by_file": {Path(f).relative_to(self.root).as_posix(): {"depth": d, "chain": c}
+                                    for f, (d, c) in sorted(self.deepest.items(), key=lambda kv: -kv[1][0])}}
 
 
 def trace(folder: Path) -> dict[str, Any]:
