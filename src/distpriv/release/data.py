@@ -60,7 +60,7 @@ from .resample import resample_counts
 
 
 @dataclass(frozen=True, eq=False)
-class Table:
+class SummarizedTable:
     """A table opened in its own engine (:func:`distpriv.data.open_table`) and summarised by one aggregate pass.
 
     ``source``: the engine table (files scanned lazily by DuckDB, or the frame where it lives);
@@ -151,7 +151,7 @@ def open_input(
     decimal: str | None = None,
     thousands: str | None = None,
     clamp: Sequence[tuple[str, float, float]] = (),
-) -> Table:
+) -> SummarizedTable:
     """Open ``value`` (a path, glob or list of them, or a supported frame) and run the aggregate pass.
 
     The CSV options (delimiter, encoding, missing-value tokens, number format:
@@ -161,7 +161,7 @@ def open_input(
     Parameters
     ----------
     value : frame, path, glob or list of paths
-        The table (an opened :class:`Table` is returned as is).
+        The table (an opened :class:`SummarizedTable` is returned as is).
     query : Query
         The statistics F, whose per-record contributions the aggregate pass sums.
     predicate : Predicate
@@ -175,7 +175,7 @@ def open_input(
 
     Returns
     -------
-    Table
+    SummarizedTable
         The engine table and its summary (counts, sums, cross-products, ranges, missing cells).
 
     Raises
@@ -186,7 +186,7 @@ def open_input(
         unsupported frame type, and when the protected predicate matches no row or every row (then the
         share cannot vary).
     """
-    if isinstance(value, Table):
+    if isinstance(value, SummarizedTable):
         return value
     opts: dict[str, Any] = {}
     if is_csv_input(value):
@@ -205,10 +205,10 @@ def open_input(
         raise InvalidParameterError(
             f"predicate {str(predicate)!r} matches every row of {where}; the share cannot vary", argument="protect"
         )
-    return Table(source, summary)
+    return SummarizedTable(source, summary)
 
 
-def input_sha256(table: Table) -> str:
+def input_sha256(table: SummarizedTable) -> str:
     """Identifier of a public input table: the SHA-256 of its file (of the files' names and SHA-256s for
     several), or for a frame the SHA-256 of its aggregates (what f_θ is computed from)."""
     files = table.source.files
@@ -494,8 +494,8 @@ def declared_sampler(model: GaussianModel) -> Any:
 
 
 def model_f_theta(
-    data: Table,
-    population: Table | None,
+    data: SummarizedTable,
+    population: SummarizedTable | None,
     query: Query,
     predicate: Predicate,
     pairs: Sequence[tuple[float, float]],
