@@ -54,7 +54,7 @@ from ..data.sample import Subsample
 from ..data.sources import is_csv_input
 from ..errors import InvalidParameterError
 from ..models import EmpiricalModel, GaussianModel
-from ..moments import GroupMoments
+from ..moments import DatasetSampler, GroupMoments
 from ..queries import Predicate, Query, Statistic
 from .resample import resample_counts
 
@@ -359,7 +359,7 @@ def weighted_draws(mat: NDArray[np.float64], k: int, size: int, g: np.random.Gen
     return out
 
 
-class MomentSampler:
+class MomentSampler(DatasetSampler):
     """F(Data) for datasets of n records with k = ⌊θn⌉ protected ones, shaped by a bounded subsample and
     matched exactly to the closed-form moments of the sampler.
 
@@ -385,6 +385,11 @@ class MomentSampler:
     Engines draw different subsamples of a group larger than the subsample (same law, other rows): the
     moments, hence every Gaussian-model calibration, are identical across engines; the shape-based parts
     (assumption tests, W∞ gaps) differ by sampling error. A group held whole gives identical draws.
+
+    The law, its closed-form moments (:meth:`exact_moments`) and the groups' rows (``pos``, ``neg``) are
+    those of :class:`distpriv.moments.DatasetSampler`, which :class:`distpriv.property.PropertyModel` draws
+    from; only the route of a raw draw (weights over the subsample, :func:`weighted_draws`) and the moment
+    matching are this class's own.
     """
 
     def __init__(
@@ -399,23 +404,13 @@ class MomentSampler:
     ) -> None:
         # rows in a canonical order (by value), so that a group held whole by the subsample gives the same
         # draws whatever engine, file order or partitioning it came from
-        self.pos = _sorted_rows(sub.matrix[sub.protected])
-        self.neg = _sorted_rows(sub.matrix[~sub.protected])
-        self.moments = moments
-        self.query = moments.query
-        self.n = int(n)
-        self.replace = bool(replace)
+        super().__init__(_sorted_rows(sub.matrix[sub.protected]), _sorted_rows(sub.matrix[~sub.protected]), moments,
+                         n, replace=replace)
         self.reference = int(reference)
         self.seed = int(seed)
         self.gaussian_shape: dict[int, bool] = {}
         self._maps: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                     NDArray[np.float64]]] = {}
-
-    def _k(self, p: float) -> int:
-        k = int(round(float(p) * self.n))
-        if not 0 <= k <= self.n:
-            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
-        return k
 
     def _group(self, mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator) -> NDArray[np.float64]:
         m = self.query.dim
@@ -426,15 +421,11 @@ class MomentSampler:
         return out
 
     def raw(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:
-        """``size`` raw draws of F (no moment matching)."""
+        """``size`` raw draws of F by weights over the subsample's rows (:func:`weighted_draws`), no moment matching."""
         g = as_rng(rng)
         k = self._k(p)
         total = self._group(self.pos, k, size, g) + self._group(self.neg, self.n - k, size, g)
         return self.query.reduce(total, self.n)
-
-    def exact_moments(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """(E[F], Cov[F]) of the sampler at θ = p, in closed form."""
-        return self.moments.dataset_moments(self._k(p) / self.n, self.n, replace=self.replace)
 
     def _map(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                       NDArray[np.float64]]:
