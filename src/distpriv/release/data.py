@@ -254,35 +254,17 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
 
 
 def bootstrap_sampler(
-    matrix: NDArray[np.float64], mask: NDArray[np.bool_], query: Query, n: int, *, chunk: int = 200_000
+    matrix: NDArray[np.float64], mask: NDArray[np.bool_], query: Query, n: int
 ) -> Any:
     """``sampler(p, size, rng) -> (size, m)``: F of datasets of n records resampled with replacement.
 
     ⌊pn⌉ records are drawn uniformly with replacement from the rows with ``mask``
-    true and the others from the rows with ``mask`` false; F is computed from the
-    column matrix V (``Query.column_matrix``) as s(n)·Σ V[rows]. Vectorised in
-    chunks of about ``chunk`` gathered rows.
+    true and the others from the rows with ``mask`` false; F = s(n)·Σ V[rows] with V
+    the column matrix (``Query.column_matrix``): :meth:`distpriv.moments.DatasetSampler.raw`
+    with ``replace=True``.
     """
-    pos, neg = matrix[mask], matrix[~mask]
-
-    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        g = as_rng(rng)
-        k = int(round(float(p) * n))
-        if not 0 <= k <= n:
-            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
-        out = np.empty((size, matrix.shape[1]))
-        per = max(1, chunk // max(n, 1))
-        for start in range(0, size, per):
-            stop = min(size, start + per)
-            s = np.zeros((stop - start, matrix.shape[1]))
-            if k:
-                s += pos[g.integers(0, len(pos), size=(stop - start, k))].sum(axis=1)
-            if n - k:
-                s += neg[g.integers(0, len(neg), size=(stop - start, n - k))].sum(axis=1)
-            out[start:stop] = query.reduce(s, n)
-        return out
-
-    return sample
+    moments = GroupMoments.from_rows(matrix, mask, query)
+    return DatasetSampler(matrix[mask], matrix[~mask], moments, n, replace=True).raw
 
 
 @dataclass
