@@ -12,7 +12,7 @@ the figure to report (target >= 200x). The vectorised time is the median of
 ``--repeats`` runs after one warm-up; the reference is run once.
 
 Also prints the two without-replacement strategies of
-:func:`distpriv.property.sample_without_replacement` on a few (pool, k) shapes.
+:func:`distpriv.moments.sample_without_replacement` on a few (pool, k) shapes.
 """
 
 from __future__ import annotations
@@ -31,11 +31,8 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv.datasets import load_adult, split_adult  # noqa: E402
-from distpriv.property import (  # noqa: E402
-    PropertyModel,
-    _argpartition_sampler,
-    _redraw_sampler,
-)
+from distpriv.moments import _argpartition_sampler, _redraw_sampler  # noqa: E402
+from distpriv.property import PropertyModel  # noqa: E402
 from distpriv.queries import ADULT_QUERY  # noqa: E402
 
 

@@ -28,18 +28,26 @@ the Gaussian-model mechanisms consume (Section 5.3).
 :class:`GroupMoments` keeps the per-group aggregates (count N_g, Σ v and the
 centred scatter Σ (v − a_g)(v − a_g)ᵀ) so that any n and θ reuse one aggregate
 pass over the table (:mod:`distpriv.data` computes them inside a query engine).
+
+:class:`DatasetSampler` draws F over datasets of that law (k rows of P, n − k of
+Q) from the two groups' contribution vectors, beside its closed-form moments: the
+one f_θ sampler of the library. :class:`distpriv.property.PropertyModel` draws
+from a whole population with it; the release's
+:class:`distpriv.release.data.MomentSampler` extends it (draws from a bounded
+subsample, matched to the closed-form moments).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import check_array, check_int, check_real
+from ._validation import RngLike, as_rng, check_array, check_int, check_real
 from .errors import InvalidParameterError, InvalidTypeError
 from .models import GaussianModel
 from .queries import Predicate, Query, as_predicate, as_query
@@ -380,3 +388,153 @@ def moment_model(
     if not values:
         raise InvalidParameterError("pairs: Ψ must contain at least one pair")
     return moments.gaussian_model(values, n, replace=replace)
+
+
+# --------------------------------------------------------------------------- drawing datasets of the law
+# Rows of random keys materialised at once by the sort-based sampler (bounds memory to ~32 MB).
+_ARGPARTITION_CHUNK = 4_000_000
+# Index entries per chunk when sampling many datasets (int64: ~32 MB per group).
+_INDEX_CHUNK = 4_000_000
+# The redraw sampler is used while k / N stays below this (collision rate per draw < 1/4).
+_REDRAW_MAX_FRACTION = 0.25
+
+
+def _redraw_sampler(pool: int, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Draw k iid indices per row, then redraw the surplus copies of repeated values until all differ.
+
+    Each round keeps one copy of every distinct value and redraws the others
+    uniformly from range(pool). The procedure commutes with any relabelling of
+    range(pool), so the final k-set of each row is uniform over all k-subsets.
+    Expected rounds are O(log(size·k) / log(N/k)); used when k ≤ N/4.
+    """
+    out = rng.integers(0, pool, size=(size, k), dtype=np.int64)
+    while True:
+        out.sort(axis=1)
+        dup = out[:, 1:] == out[:, :-1]
+        n_dup = int(np.count_nonzero(dup))
+        if n_dup == 0:
+            return out
+        tail = out[:, 1:]
+        tail[dup] = rng.integers(0, pool, size=n_dup, dtype=np.int64)
+
+
+def _argpartition_sampler(pool: int, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """The k smallest of pool iid uniform keys per row: a uniform k-subset (a partial random permutation)."""
+    out = np.empty((size, k), dtype=np.int64)
+    rows = max(1, _ARGPARTITION_CHUNK // pool)
+    for start in range(0, size, rows):
+        stop = min(size, start + rows)
+        keys = rng.random((stop - start, pool))
+        out[start:stop] = np.argpartition(keys, k - 1, axis=1)[:, :k]
+    return out
+
+
+def sample_without_replacement(
+    pool: int, k: int, size: int, rng: RngLike = None
+) -> NDArray[np.int64]:
+    """``size`` independent uniform k-subsets of range(pool), as a (size, k) int64 array.
+
+    Strategy (measured in ``benchmarks/bench_sampler.py``): for k ≤ pool/4,
+    iid draws with vectorised redraw of repeats (O(size·k·log k)); otherwise the
+    k smallest of ``pool`` random keys per row (O(size·pool)), in chunks.
+    """
+    pool = check_int(pool, "pool", minimum=1)
+    k = check_int(k, "k", minimum=0)
+    size = check_int(size, "size", minimum=0)
+    if k > pool:
+        raise InvalidParameterError(f"k: cannot draw {k} distinct items from a pool of {pool}")
+    gen = as_rng(rng)
+    if k == 0 or size == 0:
+        return np.empty((size, k), dtype=np.int64)
+    if k == pool:
+        return np.tile(np.arange(pool, dtype=np.int64), (size, 1))
+    if k <= _REDRAW_MAX_FRACTION * pool:
+        return _redraw_sampler(pool, k, size, gen)
+    return _argpartition_sampler(pool, k, size, gen)
+
+
+class DatasetSampler:
+    """F(D) for datasets D of n records, k = round(θn) of the protected group P and n − k of the rest Q.
+
+    This is the law of the module docstring (Chen & Ohrimenko Section 6.1,
+    "Modeling"): the two parts drawn independently, each uniformly without
+    replacement (``replace=False``: datasets of distinct records of a population)
+    or with replacement (``replace=True``: resampling a table). ``pos`` (N_P, m)
+    and ``neg`` (N_Q, m) are the per-record contribution vectors v(r) of the two
+    groups (rows of :meth:`distpriv.queries.Query.column_matrix`) and ``moments``
+    their aggregates, so :meth:`exact_moments` gives (E[F], Cov[F]) of the draws
+    in closed form (:meth:`GroupMoments.dataset_moments`).
+
+    :meth:`raw` draws a dataset as row positions — per chunk of datasets, the k
+    positions in P (:func:`sample_without_replacement`, or iid with replacement),
+    then the n − k in Q — and sums the rows' vectors by one gather per statistic:
+    F = s(n) ⊙ (Σ_{r∈D⁺} v(r) + Σ_{r∈D⁻} v(r)), O(size · n log n) whatever the
+    group sizes. Subclasses may draw the same law by another route
+    (:class:`distpriv.release.data.MomentSampler`).
+    """
+
+    def __init__(
+        self,
+        pos: NDArray[np.float64],
+        neg: NDArray[np.float64],
+        moments: GroupMoments,
+        n: int,
+        *,
+        replace: bool,
+    ) -> None:
+        self.pos = pos
+        self.neg = neg
+        self.moments = moments
+        self.query = moments.query
+        self.n = int(n)
+        self.replace = bool(replace)
+
+    def _k(self, p: float) -> int:
+        k = int(round(float(p) * self.n))
+        if not 0 <= k <= self.n:
+            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
+        return k
+
+    def exact_moments(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(E[F], Cov[F]) of the sampler at θ = p, in closed form."""
+        return self.moments.dataset_moments(self._k(p) / self.n, self.n, replace=self.replace)
+
+    @cached_property
+    def _columns(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        # Column-major copies per group: gathering one contiguous 1-D column at a time is ~3x faster than
+        # gathering (k, m) row blocks (benchmarks/bench_sampler.py).
+        return np.ascontiguousarray(self.pos.T), np.ascontiguousarray(self.neg.T)
+
+    def positions(
+        self, k: int, size: int, gen: np.random.Generator
+    ) -> Iterator[tuple[int, NDArray[np.int64], NDArray[np.int64]]]:
+        """Chunks (first dataset, (rows, k) positions in P, (rows, n − k) positions in Q), ~32 MB of indices each.
+
+        Without replacement the positions of a row are distinct (uniform k-subsets); with replacement iid.
+        """
+        rows = max(1, _INDEX_CHUNK // self.n)
+        for start in range(0, size, rows):
+            chunk = min(rows, size - start)
+            yield start, self._draw(len(self.pos), k, chunk, gen), self._draw(len(self.neg), self.n - k, chunk, gen)
+
+    def _draw(self, pool: int, k: int, size: int, gen: np.random.Generator) -> NDArray[np.int64]:
+        if not self.replace:
+            return sample_without_replacement(pool, k, size, gen)
+        if k == 0:
+            return np.empty((size, 0), dtype=np.int64)
+        return gen.integers(0, pool, size=(size, k), dtype=np.int64)
+
+    def raw(self, p: float, size: int, rng: RngLike) -> NDArray[np.float64]:
+        """``size`` draws of F at θ = p, (size, m)."""
+        k = self._k(p)
+        self.moments.check_counts(k, self.n, replace=self.replace)
+        vt_pos, vt_neg = self._columns
+        sums = np.zeros((size, self.query.dim), dtype=float)
+        for start, sat, oth in self.positions(k, size, as_rng(rng)):
+            block = sums[start : start + sat.shape[0]]
+            for j in range(self.query.dim):
+                if k:
+                    block[:, j] += vt_pos[j].take(sat).sum(axis=1)
+                if self.n - k:
+                    block[:, j] += vt_neg[j].take(oth).sum(axis=1)
+        return self.query.reduce(sums, self.n)

@@ -16,11 +16,18 @@ complement S⁻. Because every supported statistic is linear in per-row values
 
 so ``size`` datasets are sampled at once as two index matrices (size × k and
 size × (n − k)), gathered from the precomputed column matrix V and summed.
+
+The model is the release's f_θ stack on an in-memory population: the groups'
+aggregates are a :class:`distpriv.moments.GroupMoments` (the closed-form mean and
+covariance of F under θ_p, :meth:`PropertyModel.exact_moments`, as the release's
+:class:`~distpriv.release.data.MomentSampler` matches them), and the datasets are
+drawn by :class:`distpriv.moments.DatasetSampler`, the sampler the release's
+moment sampler extends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -30,68 +37,8 @@ from numpy.typing import NDArray
 from ._validation import RngLike, as_rng, check_int, check_real
 from .errors import InvalidParameterError, InvalidTypeError
 from .models import EmpiricalModel, GaussianModel
+from .moments import DatasetSampler, GroupMoments
 from .queries import Predicate, Query, as_predicate, as_query
-
-# Rows of random keys materialised at once by the sort-based sampler (bounds memory to ~32 MB).
-_ARGPARTITION_CHUNK = 4_000_000
-# Index entries per chunk when sampling many datasets (int64: ~32 MB per sub-population).
-_INDEX_CHUNK = 4_000_000
-# The redraw sampler is used while k / N stays below this (collision rate per draw < 1/4).
-_REDRAW_MAX_FRACTION = 0.25
-
-
-def _redraw_sampler(pool: int, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """Draw k iid indices per row, then redraw the surplus copies of repeated values until all differ.
-
-    Each round keeps one copy of every distinct value and redraws the others
-    uniformly from range(pool). The procedure commutes with any relabelling of
-    range(pool), so the final k-set of each row is uniform over all k-subsets.
-    Expected rounds are O(log(size·k) / log(N/k)); used when k ≤ N/4.
-    """
-    out = rng.integers(0, pool, size=(size, k), dtype=np.int64)
-    while True:
-        out.sort(axis=1)
-        dup = out[:, 1:] == out[:, :-1]
-        n_dup = int(np.count_nonzero(dup))
-        if n_dup == 0:
-            return out
-        tail = out[:, 1:]
-        tail[dup] = rng.integers(0, pool, size=n_dup, dtype=np.int64)
-
-
-def _argpartition_sampler(pool: int, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """The k smallest of pool iid uniform keys per row: a uniform k-subset (a partial random permutation)."""
-    out = np.empty((size, k), dtype=np.int64)
-    rows = max(1, _ARGPARTITION_CHUNK // pool)
-    for start in range(0, size, rows):
-        stop = min(size, start + rows)
-        keys = rng.random((stop - start, pool))
-        out[start:stop] = np.argpartition(keys, k - 1, axis=1)[:, :k]
-    return out
-
-
-def sample_without_replacement(
-    pool: int, k: int, size: int, rng: RngLike = None
-) -> NDArray[np.int64]:
-    """``size`` independent uniform k-subsets of range(pool), as a (size, k) int64 array.
-
-    Strategy (measured in ``benchmarks/bench_sampler.py``): for k ≤ pool/4,
-    iid draws with vectorised redraw of repeats (O(size·k·log k)); otherwise the
-    k smallest of ``pool`` random keys per row (O(size·pool)), in chunks.
-    """
-    pool = check_int(pool, "pool", minimum=1)
-    k = check_int(k, "k", minimum=0)
-    size = check_int(size, "size", minimum=0)
-    if k > pool:
-        raise InvalidParameterError(f"k: cannot draw {k} distinct items from a pool of {pool}")
-    gen = as_rng(rng)
-    if k == 0 or size == 0:
-        return np.empty((size, k), dtype=np.int64)
-    if k == pool:
-        return np.tile(np.arange(pool, dtype=np.int64), (size, 1))
-    if k <= _REDRAW_MAX_FRACTION * pool:
-        return _redraw_sampler(pool, k, size, gen)
-    return _argpartition_sampler(pool, k, size, gen)
 
 
 class PropertyModel:
@@ -150,10 +97,11 @@ class PropertyModel:
                 f"({len(population)} records); the property share is always 1"
             )
         self.matrix: NDArray[np.float64] = self.query.column_matrix(population)
-        # Column-major copies per sub-population: gathering one contiguous 1-D column
-        # at a time is ~3x faster than gathering (k, m) row blocks (bench_sampler.py).
-        self._vt_sat = np.ascontiguousarray(self.matrix[self.satisfying].T)
-        self._vt_oth = np.ascontiguousarray(self.matrix[self.other].T)
+        #: per-group aggregates of V: the closed-form moments of f_θ (:meth:`exact_moments`)
+        self.moments = GroupMoments.from_rows(self.matrix, mask, self.query, self.predicate)
+        #: draws datasets of θ_p: k = p·n rows of S⁺ and n − k of S⁻, without replacement
+        self.sampler = DatasetSampler(self.matrix[self.satisfying], self.matrix[self.other], self.moments, self.n,
+                                      replace=False)
 
     # ------------------------------------------------------------------ θ bookkeeping
     @property
@@ -206,41 +154,27 @@ class PropertyModel:
         k = self.count_for(p)
         count = check_int(size, "size", minimum=1)
         out = np.empty((count, self.n), dtype=np.int64)
-        for start, sat, oth in self._local_indices(k, count, as_rng(rng)):
+        for start, sat, oth in self.sampler.positions(k, count, as_rng(rng)):
             stop = start + sat.shape[0]
             out[start:stop, :k] = self.satisfying[sat]
             out[start:stop, k:] = self.other[oth]
         return out
 
-    def _local_indices(
-        self, k: int, size: int, gen: np.random.Generator
-    ) -> Iterator[tuple[int, NDArray[np.int64], NDArray[np.int64]]]:
-        """Chunks (first row, k-subsets of S⁺, (n−k)-subsets of S⁻) bounding index memory to ~32 MB."""
-        rows = max(1, _INDEX_CHUNK // self.n)
-        for start in range(0, size, rows):
-            chunk = min(rows, size - start)
-            sat = sample_without_replacement(self.satisfying.size, k, chunk, gen)
-            oth = sample_without_replacement(self.other.size, self.n - k, chunk, gen)
-            yield start, sat, oth
-
     def sample_query(self, p: float, size: int, rng: RngLike = None) -> NDArray[np.float64]:
         """(size, m) query values F(D) of ``size`` independent datasets D ~ θ_p, in one vectorised step.
 
         F(D) = s(n) ⊙ (Σ_{r∈D⁺} V⁺[r] + Σ_{r∈D⁻} V⁻[r]) with V the query's column
-        matrix (:meth:`Query.column_matrix`). Same ``rng`` → the datasets of
-        :meth:`sample_indices`.
+        matrix (:meth:`Query.column_matrix`), drawn by :meth:`DatasetSampler.raw`.
+        Same ``rng`` → the datasets of :meth:`sample_indices`.
         """
-        k = self.count_for(p)
-        count = check_int(size, "size", minimum=1)
-        sums = np.zeros((count, self.query.dim), dtype=float)
-        for start, sat, oth in self._local_indices(k, count, as_rng(rng)):
-            block = sums[start : start + sat.shape[0]]
-            for j in range(self.query.dim):
-                if k:
-                    block[:, j] += self._vt_sat[j].take(sat).sum(axis=1)
-                if self.n - k:
-                    block[:, j] += self._vt_oth[j].take(oth).sum(axis=1)
-        return sums * self.query.scales(self.n)
+        self.count_for(p)
+        return self.sampler.raw(p, check_int(size, "size", minimum=1), rng)
+
+    def exact_moments(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(E[F], Cov[F]) over θ_p in closed form (:meth:`GroupMoments.dataset_moments`, without replacement:
+        the finite-population correction), what :meth:`sample_query`'s draws estimate."""
+        self.count_for(p)
+        return self.sampler.exact_moments(p)
 
     def sample_query_reference(self, p: float, size: int, rng: RngLike = None) -> NDArray[np.float64]:
         """Slow reference for :meth:`sample_query`: one ``DataFrame.sample`` pair and one
@@ -291,6 +225,11 @@ class PropertyModel:
     def gaussian_model(self, ps: Iterable[float], size: int = 1000, rng: RngLike = None) -> GaussianModel:
         """N(μ̂_θ, Σ̂_θ) fitted to ``size`` samples per θ (Chen & Ohrimenko Section 6.1, "Modeling")."""
         return self.empirical_model(ps, size=size, rng=rng).to_gaussian()
+
+    def moment_model(self, ps: Iterable[float]) -> GaussianModel:
+        """f_θ = N(E[F], Cov[F]) for each p in ``ps`` with the exact moments (:meth:`exact_moments`), no sampling."""
+        labels = self._labels(ps)
+        return self.moments.gaussian_model(labels, self.n, replace=False)
 
     def __repr__(self) -> str:
         return (

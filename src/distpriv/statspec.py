@@ -327,7 +327,7 @@ def _edge(v: float) -> str:
 def build_layout(stats: Sequence[str], names: Sequence[str], population: Any = None) -> Layout:
     """Resolve the specs against the public population (levels, groups) into a :class:`Layout`.
 
-    ``population``: the opened public population (:class:`distpriv.release.data.Table`) or ``None``.
+    ``population``: the opened public population (:class:`distpriv.release.data.SummarizedTable`) or ``None``.
     Raises for a declared group absent from the population and for categories that only the private
     table could supply.
     """

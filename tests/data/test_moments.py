@@ -225,3 +225,63 @@ def test_errors():
         empty_q.dataset_moments(0.5, 4, replace=True)
     with pytest.raises(InvalidTypeError, match="pairs"):
         moment_model(gm, "0.4,0.5", 10)
+
+
+# --------------------------------------------------------------------------- one f_θ stack (issue 24 item 3)
+def test_property_model_and_release_share_the_closed_form_f_theta():
+    """PropertyModel (numpy aggregates of an in-memory population) and the release's modelling (the data
+    layer's engine aggregates, :func:`distpriv.release.data.model_f_theta`) give the same exact moments
+    of f_θ, and the release's moment-matched samples have exactly those moments."""
+    from distpriv.moments import DatasetSampler
+    from distpriv.queries import Predicate
+    from distpriv.release.data import MomentSampler, model_f_theta, open_input
+
+    df = _synthetic(70, 130, seed=3)
+    pm = PropertyModel(df, "g=yes", SYN_QUERY, 50)
+    pred = Predicate("g=yes")
+    pop = open_input(df, SYN_QUERY, pred, what="population")
+    mod = model_f_theta(pop, pop, SYN_QUERY, pred, [(0.3, 0.5)], n=50, samples=400, rng=np.random.default_rng(0))
+    assert isinstance(mod.sampler, MomentSampler) and isinstance(mod.sampler, DatasetSampler)
+    gauss = pm.moment_model([0.3, 0.5])
+    for p in (0.3, 0.5):
+        mean, cov = pm.exact_moments(p)
+        # independent formula: k (resp. n − k) draws without replacement, Var = c S (N − c)/(N − 1) per group
+        want_mean, want_cov = np.zeros(4), np.zeros((4, 4))
+        for rows, c in ((pm.satisfying, round(p * 50)), (pm.other, 50 - round(p * 50))):
+            v = pm.matrix[rows]
+            want_mean += c * v.mean(axis=0)
+            want_cov += c * np.cov(v, rowvar=False, ddof=0) * (len(rows) - c) / (len(rows) - 1)
+        s = SYN_QUERY.scales(50)
+        np.testing.assert_allclose(mean, want_mean * s, rtol=1e-12)
+        np.testing.assert_allclose(cov, want_cov * np.outer(s, s), rtol=1e-10, atol=1e-12)
+        rel_mean, rel_cov = mod.sampler.exact_moments(p)
+        np.testing.assert_allclose(rel_mean, mean, rtol=1e-10)
+        np.testing.assert_allclose(rel_cov, cov, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(gauss.mean(p), mean, rtol=1e-12)
+        np.testing.assert_allclose(gauss.covariance(p), cov, rtol=1e-12)
+        ref = mod.model.samples(p)
+        np.testing.assert_allclose(ref.mean(axis=0), mean, rtol=1e-9)
+        np.testing.assert_allclose(np.cov(ref, rowvar=False), cov, rtol=1e-7, atol=1e-9)
+
+
+def test_dataset_sampler_with_replacement_whole_group_and_refusals():
+    """DatasetSampler(replace=True) may draw more rows of a group than it holds; without replacement the
+    whole group is the only dataset; an empty group or a share outside [0, 1] is refused."""
+    from distpriv.moments import DatasetSampler
+
+    v = np.array([[1.0], [2.0], [4.0]])
+    mask = np.array([True, True, False])
+    q = Query(["sum:x"])
+    gm = GroupMoments.from_rows(v, mask, q)
+    s = DatasetSampler(v[mask], v[~mask], gm, 4, replace=True)
+    draws = s.raw(0.75, 20_000, np.random.default_rng(1))  # 3 of {1, 2} with replacement + one 4
+    assert set(np.unique(draws)) <= {7.0, 8.0, 9.0, 10.0}
+    mean, cov = s.exact_moments(0.75)
+    assert mean[0] == pytest.approx(3 * 1.5 + 4) and cov[0, 0] == pytest.approx(3 * 0.25)
+    assert abs(draws.mean() - mean[0]) < 4 * math.sqrt(cov[0, 0] / 20_000)
+    whole = DatasetSampler(v[mask], v[~mask], gm, 3, replace=False)
+    np.testing.assert_array_equal(whole.raw(2 / 3, 5, 0), 7.0)
+    with pytest.raises(InvalidParameterError, match="protected group"):
+        whole.raw(1.0, 5, 0)  # 3 protected records without replacement, the group has 2
+    with pytest.raises(InvalidParameterError, match="outside"):
+        s.raw(1.5, 5, 0)

@@ -12,7 +12,8 @@ from scipy import stats
 
 import distpriv as dp
 from distpriv.errors import InvalidParameterError, InvalidTypeError, UnknownLabelError
-from distpriv.property import PropertyModel, sample_without_replacement
+from distpriv.moments import sample_without_replacement
+from distpriv.property import PropertyModel
 from distpriv.queries import ADULT_QUERY, Query
 
 
@@ -80,9 +81,9 @@ def test_sample_query_equals_query_on_sampled_rows(pm, adult_model_part):
 
 
 def test_chunked_sampling_is_consistent(pm, monkeypatch):
-    import distpriv.property as prop
+    import distpriv.moments as moments
 
-    monkeypatch.setattr(prop, "_INDEX_CHUNK", 700)  # 7 datasets of n = 100 per chunk
+    monkeypatch.setattr(moments, "_INDEX_CHUNK", 700)  # 7 datasets of n = 100 per chunk
     values = pm.sample_query(0.3, 50, rng=9)
     idx = pm.sample_indices(0.3, 50, rng=9)
     assert np.all(pm.mask[idx].sum(axis=1) == 30)

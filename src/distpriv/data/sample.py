@@ -36,7 +36,15 @@ from .._validation import check_choice, check_int
 from ..errors import EngineError, InvalidParameterError, InvalidTypeError
 from ..moments import GroupMoments
 from ..queries import Predicate, Query, as_predicate, as_query
-from .aggregate import MISSING_POLICIES, OK, G, Prepared, TableSummary, missing_counts, prepare
+from .aggregate import (
+    MISSING_POLICIES,
+    OK,
+    ContributionFrame,
+    G,
+    TableSummary,
+    contribution_frame,
+    missing_counts,
+)
 from .expressions import check_names, used_columns
 from .sources import Table, _format, engine_errors, open_table, quote_ident
 
@@ -234,7 +242,7 @@ def stratified_sample(
     check_names([KEY, _INDEX], table)
     q = as_query(query)
     pred = as_predicate(protect)
-    prep: Prepared = prepare(table, q, pred, frame=_with_key(table, s, used_columns(q, pred)), keep=[KEY])
+    prep: ContributionFrame = contribution_frame(table, q, pred, frame=_with_key(table, s, used_columns(q, pred)), keep=[KEY])
     if summary is not None:
         if not isinstance(summary, TableSummary):
             raise InvalidTypeError(f"summary: expected a TableSummary, got {type(summary).__name__}")

@@ -42,7 +42,7 @@ from .compose import (
 )
 from .data import (
     Modelling,
-    Table,
+    SummarizedTable,
     build_query,
     check_pairs_achievable,
     csv_options,
@@ -86,8 +86,8 @@ class Prepared:
     """
 
     spec: ReleaseSpec
-    data: Table
-    population: Table | None
+    data: SummarizedTable
+    population: SummarizedTable | None
     declared: DeclaredModel | None
     query: Query
     predicate: Predicate
@@ -287,7 +287,7 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
     """Read and validate everything, then model f_θ. Raises a DistPrivError on any bad input.
 
     ``data`` replaces ``spec.data``: anything :func:`distpriv.data.open_table` accepts (a pandas, Polars,
-    DuckDB, Dask or PySpark frame, a path or glob) or an opened :class:`~distpriv.release.data.Table`.
+    DuckDB, Dask or PySpark frame, a path or glob) or an opened :class:`~distpriv.release.data.SummarizedTable`.
     Every table is read by its own engine: one aggregate pass (and a bounded subsample for the model).
     """
     predicate = Predicate(spec.protect)

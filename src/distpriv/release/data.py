@@ -54,13 +54,13 @@ from ..data.sample import Subsample
 from ..data.sources import is_csv_input
 from ..errors import InvalidParameterError
 from ..models import EmpiricalModel, GaussianModel
-from ..moments import GroupMoments
+from ..moments import DatasetSampler, GroupMoments
 from ..queries import Predicate, Query, Statistic
 from .resample import resample_counts
 
 
 @dataclass(frozen=True, eq=False)
-class Table:
+class SummarizedTable:
     """A table opened in its own engine (:func:`distpriv.data.open_table`) and summarised by one aggregate pass.
 
     ``source``: the engine table (files scanned lazily by DuckDB, or the frame where it lives);
@@ -151,7 +151,7 @@ def open_input(
     decimal: str | None = None,
     thousands: str | None = None,
     clamp: Sequence[tuple[str, float, float]] = (),
-) -> Table:
+) -> SummarizedTable:
     """Open ``value`` (a path, glob or list of them, or a supported frame) and run the aggregate pass.
 
     The CSV options (delimiter, encoding, missing-value tokens, number format:
@@ -161,7 +161,7 @@ def open_input(
     Parameters
     ----------
     value : frame, path, glob or list of paths
-        The table (an opened :class:`Table` is returned as is).
+        The table (an opened :class:`SummarizedTable` is returned as is).
     query : Query
         The statistics F, whose per-record contributions the aggregate pass sums.
     predicate : Predicate
@@ -175,7 +175,7 @@ def open_input(
 
     Returns
     -------
-    Table
+    SummarizedTable
         The engine table and its summary (counts, sums, cross-products, ranges, missing cells).
 
     Raises
@@ -186,7 +186,7 @@ def open_input(
         unsupported frame type, and when the protected predicate matches no row or every row (then the
         share cannot vary).
     """
-    if isinstance(value, Table):
+    if isinstance(value, SummarizedTable):
         return value
     opts: dict[str, Any] = {}
     if is_csv_input(value):
@@ -205,10 +205,10 @@ def open_input(
         raise InvalidParameterError(
             f"predicate {str(predicate)!r} matches every row of {where}; the share cannot vary", argument="protect"
         )
-    return Table(source, summary)
+    return SummarizedTable(source, summary)
 
 
-def input_sha256(table: Table) -> str:
+def input_sha256(table: SummarizedTable) -> str:
     """Identifier of a public input table: the SHA-256 of its file (of the files' names and SHA-256s for
     several), or for a frame the SHA-256 of its aggregates (what f_θ is computed from)."""
     files = table.source.files
@@ -254,35 +254,17 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
 
 
 def bootstrap_sampler(
-    matrix: NDArray[np.float64], mask: NDArray[np.bool_], query: Query, n: int, *, chunk: int = 200_000
+    matrix: NDArray[np.float64], mask: NDArray[np.bool_], query: Query, n: int
 ) -> Any:
     """``sampler(p, size, rng) -> (size, m)``: F of datasets of n records resampled with replacement.
 
     ⌊pn⌉ records are drawn uniformly with replacement from the rows with ``mask``
-    true and the others from the rows with ``mask`` false; F is computed from the
-    column matrix V (``Query.column_matrix``) as s(n)·Σ V[rows]. Vectorised in
-    chunks of about ``chunk`` gathered rows.
+    true and the others from the rows with ``mask`` false; F = s(n)·Σ V[rows] with V
+    the column matrix (``Query.column_matrix``): :meth:`distpriv.moments.DatasetSampler.raw`
+    with ``replace=True``.
     """
-    pos, neg = matrix[mask], matrix[~mask]
-
-    def sample(p: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        g = as_rng(rng)
-        k = int(round(float(p) * n))
-        if not 0 <= k <= n:
-            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
-        out = np.empty((size, matrix.shape[1]))
-        per = max(1, chunk // max(n, 1))
-        for start in range(0, size, per):
-            stop = min(size, start + per)
-            s = np.zeros((stop - start, matrix.shape[1]))
-            if k:
-                s += pos[g.integers(0, len(pos), size=(stop - start, k))].sum(axis=1)
-            if n - k:
-                s += neg[g.integers(0, len(neg), size=(stop - start, n - k))].sum(axis=1)
-            out[start:stop] = query.reduce(s, n)
-        return out
-
-    return sample
+    moments = GroupMoments.from_rows(matrix, mask, query)
+    return DatasetSampler(matrix[mask], matrix[~mask], moments, n, replace=True).raw
 
 
 @dataclass
@@ -359,7 +341,7 @@ def weighted_draws(mat: NDArray[np.float64], k: int, size: int, g: np.random.Gen
     return out
 
 
-class MomentSampler:
+class MomentSampler(DatasetSampler):
     """F(Data) for datasets of n records with k = ⌊θn⌉ protected ones, shaped by a bounded subsample and
     matched exactly to the closed-form moments of the sampler.
 
@@ -385,6 +367,11 @@ class MomentSampler:
     Engines draw different subsamples of a group larger than the subsample (same law, other rows): the
     moments, hence every Gaussian-model calibration, are identical across engines; the shape-based parts
     (assumption tests, W∞ gaps) differ by sampling error. A group held whole gives identical draws.
+
+    The law, its closed-form moments (:meth:`exact_moments`) and the groups' rows (``pos``, ``neg``) are
+    those of :class:`distpriv.moments.DatasetSampler`, which :class:`distpriv.property.PropertyModel` draws
+    from; only the route of a raw draw (weights over the subsample, :func:`weighted_draws`) and the moment
+    matching are this class's own.
     """
 
     def __init__(
@@ -399,23 +386,13 @@ class MomentSampler:
     ) -> None:
         # rows in a canonical order (by value), so that a group held whole by the subsample gives the same
         # draws whatever engine, file order or partitioning it came from
-        self.pos = _sorted_rows(sub.matrix[sub.protected])
-        self.neg = _sorted_rows(sub.matrix[~sub.protected])
-        self.moments = moments
-        self.query = moments.query
-        self.n = int(n)
-        self.replace = bool(replace)
+        super().__init__(_sorted_rows(sub.matrix[sub.protected]), _sorted_rows(sub.matrix[~sub.protected]), moments,
+                         n, replace=replace)
         self.reference = int(reference)
         self.seed = int(seed)
         self.gaussian_shape: dict[int, bool] = {}
         self._maps: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                     NDArray[np.float64]]] = {}
-
-    def _k(self, p: float) -> int:
-        k = int(round(float(p) * self.n))
-        if not 0 <= k <= self.n:
-            raise InvalidParameterError(f"p: property value {p} is outside [0, 1]")
-        return k
 
     def _group(self, mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator) -> NDArray[np.float64]:
         m = self.query.dim
@@ -426,15 +403,11 @@ class MomentSampler:
         return out
 
     def raw(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:
-        """``size`` raw draws of F (no moment matching)."""
+        """``size`` raw draws of F by weights over the subsample's rows (:func:`weighted_draws`), no moment matching."""
         g = as_rng(rng)
         k = self._k(p)
         total = self._group(self.pos, k, size, g) + self._group(self.neg, self.n - k, size, g)
         return self.query.reduce(total, self.n)
-
-    def exact_moments(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """(E[F], Cov[F]) of the sampler at θ = p, in closed form."""
-        return self.moments.dataset_moments(self._k(p) / self.n, self.n, replace=self.replace)
 
     def _map(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                       NDArray[np.float64]]:
@@ -494,8 +467,8 @@ def declared_sampler(model: GaussianModel) -> Any:
 
 
 def model_f_theta(
-    data: Table,
-    population: Table | None,
+    data: SummarizedTable,
+    population: SummarizedTable | None,
     query: Query,
     predicate: Predicate,
     pairs: Sequence[tuple[float, float]],

@@ -164,7 +164,7 @@ def quantile_laws(layout: Layout, source: Any, predicate: Any, n: int, *, replac
     """The exact law of every quantile coordinate, from one ``GROUP BY`` of ``source`` (the population, or the
     data with ``--model-from-data``) per quantile; the grid from ``source``'s range (:mod:`distpriv.quantiles`)."""
     from ..data.aggregate import OK, G
-    from ..data.aggregate import prepare as prepare_frame
+    from ..data.aggregate import contribution_frame as prepare_frame
     from ..quantiles import bucket_counts, grid_for
 
     laws: dict[int, QuantileLaw] = {}
@@ -183,7 +183,7 @@ def true_values(layout: Layout, data: Any, predicate: Any, n: int, laws: dict[in
     """F(Data) of the published coordinates (private): the base values mapped by the layout, and each quantile
     from one ``GROUP BY`` of the data on the public grid. Refuses values outside every declared bin."""
     from ..data.aggregate import OK
-    from ..data.aggregate import prepare as prepare_frame
+    from ..data.aggregate import contribution_frame as prepare_frame
     from ..quantiles import bucket_counts, quantile_of_counts
 
     base = data.values
