@@ -89,7 +89,8 @@ def contribution_frame(
     ``frame`` replaces ``table.frame`` (e.g. the table with a random key column added).
     """
     used = used_columns(query, protect)
-    table.check_columns(used, "columns")
+    table.check_columns(list(protect.columns), "protect")
+    table.check_columns([c for c in used if c not in protect.columns], "stats")
     names = [G, OK, *(_v(j) for j in range(query.dim)), *(_m(i) for i in range(len(used)))]
     check_names(names, table)
     schema = table.schema
