@@ -32,10 +32,9 @@ That 1.70× is the remaining factor of Theorem 4.2 on these models.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from typing import Any
-
-import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -211,8 +210,8 @@ def approx_wasserstein(
         gm = as_gaussian(inp.model)
         radii = []
         for a, b in inp.pairs:
-            r, how = gaussian_closeness_radius(gm.mean(a), gm.covariance(a), gm.mean(b), gm.covariance(b), inp.delta)
-            radii.append(r)
+            rad, how = gaussian_closeness_radius(gm.mean(a), gm.covariance(a), gm.mean(b), gm.covariance(b), inp.delta)
+            radii.append(rad)
             coupling_how.append(how)
         w_coupling = max(radii)
         details["W_coupling"] = w_coupling
