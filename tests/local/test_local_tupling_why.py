@@ -94,3 +94,13 @@ def test_kl_finite_beyond_enumeration() -> None:
     assert math.isfinite(got) and got <= base * (1 + 1e-12)
     est, se = t.monte_carlo_divergence(l0, l1, "kl", n_samples=20_000, rng=1)
     assert got >= est - 5 * se
+
+
+def test_profile_routes_the_exact_divergences(sweep) -> None:
+    t, l0, l1, p, q = sweep[0]
+    prof = t.privacy_profile(l0, l1)
+    assert prof.guarantee(0.0).epsilon == pytest.approx(both("max", p, q), rel=1e-9)  # D∞ is the δ = 0 claim
+    for name in ("kl", "tv", "hellinger"):
+        g = prof.guarantee(divergence=name)
+        assert g.epsilon == pytest.approx(both(name, p, q), rel=1e-9, abs=1e-13)
+        assert g.divergence == name and "exact" in g.notes[-1]

@@ -753,11 +753,18 @@ class TuplingAccountant:
                 notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
             return Claim(res.upper, res.delta, tuple(notes))
 
+        def at_divergence(name: str) -> Claim:
+            exact = name == "max" or self.multiset_laws(lam0, lam1) is not None
+            how = ("exact (closed form / enumeration of the tuple's multiset laws)" if exact else
+                   "certified upper bound (convolution bounds, capped by the base channel's divergence)")
+            return Claim(self.distp_divergence(lam0, lam1, name), 0.0, (f"{name}: {how}",))
+
         return PrivacyProfile(
             mechanism=self.mechanism.name,
             framework="local-distribution-privacy",
             pairs=(labels,),
             at_delta=at_delta,
+            at_divergence=at_divergence,
             calibration=Calibration.EXACT,
             assumptions=(Assumption("inputs follow exactly the given λ0, λ1", AssumptionCode.INPUT_LAWS),
                          Assumption("dummies drawn i.i.d. from ν", AssumptionCode.DUMMIES)),
