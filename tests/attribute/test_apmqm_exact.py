@@ -130,3 +130,14 @@ def test_laplace_mixture_sup_is_on_the_support() -> None:
         assert val == pytest.approx(max(grid, 0.0), abs=1e-12)
         assert at in x
     assert ae.laplace_mixture_max_log_ratio([0.0, 1.0], [0.5, 0.5], [1.0, 0.0], 0.0)[0] == math.inf
+
+
+def test_least_scale_meets_epsilon_and_is_least(school) -> None:
+    """The least Laplace scale with exact ε <= the target, checked with the brute force; APMQM's own b is ~3.7× it."""
+    nets, fw = school
+    cols = ("height", "sat")
+    mech = apmqm(fw, nets, cols, ColumnSensitivity.count(N, cols), epsilon=1.0)
+    b = ae.least_scale(mech, fw, nets, cols, ae.binomial_count_law(N, SUCC[cols]))
+    assert brute_epsilon(nets, cols, b) <= 1.0 + 1e-9
+    assert brute_epsilon(nets, cols, b * (1 - 2e-3)) > 1.0
+    assert 3.0 <= mech.scale / b <= 4.5
