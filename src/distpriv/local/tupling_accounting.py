@@ -52,13 +52,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import fft as sfft
-from scipy import optimize
+from scipy import optimize, special
 
 from .. import divergences as dv
 from .._validation import RngLike, as_rng, check_choice, check_delta, check_int, check_real
 from ..errors import AssumptionError, InvalidParameterError
 from ..guarantees import Assumption, AssumptionCode, Calibration, Guarantee
 from ..privacy_profile import Claim, PrivacyProfile
+from . import iid_sums
 from .iid_sums import IidSum, _split_grid
 from .mechanism import check_distribution
 
@@ -374,9 +375,17 @@ class TuplingAccountant:
     def kl_bounds(
         self, lam0: ArrayLike, lam1: ArrayLike, *, bins: int = 1024
     ) -> tuple[float, float]:
-        """Certified bounds of ``D_KL(Q#λ0 ‖ Q#λ1)`` (one order; module docstring)."""
+        """Certified bounds of ``D_KL(Q#λ0 ‖ Q#λ1)`` (one order; module docstring).
+
+        The upper end is also capped by ``D_KL(A#λ0 ‖ A#λ1)``: the tuple is a post-processing of the real
+        output s (insert s among k i.i.d. dummies at a uniform position, a channel that does not depend on λ),
+        so the data-processing inequality bounds the tuple's KL by the base's. Where the convolution grid
+        is too coarse for the range of ``A#λ/ν`` (large |Y| with rarely drawn outputs) this keeps the claim
+        finite instead of ∞ (issue 25).
+        """
         b = check_int(bins, "bins", minimum=16)
         a0, a1 = self._weights(lam0, lam1)
+        base_kl = dv.kl(a0, a1)
         nu = self.mechanism.dummy
         w0, w1 = a0 / nu, a1 / nu
         support = a0 > 0
@@ -397,15 +406,55 @@ class TuplingAccountant:
                     or 4 * self._elog_work > KL_MAX_WORK):
                 break
             b *= 4
-        return max(0.0, lower), max(0.0, upper)
+        return max(0.0, min(lower, base_kl)), max(0.0, min(upper, base_kl))
+
+    def multiset_laws(self, lam0: ArrayLike, lam1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """The exact laws of the tuple's multiset under λ0 and λ1, or ``None`` beyond :data:`iid_sums.EXACT_LIMIT`.
+
+        The tuple law is symmetric in its entries and its likelihood ratio depends on the tuple only through
+        its multiset (counts c, Σ c = k+1), so every f-divergence of the tuple laws equals that of the multiset
+        laws (a sufficient statistic). ``P_λ(c) = (k+1)!/Π c_z! · 1/(k+1) Σ_y c_y A#λ[y] Π_z ν_z^{c_z − [z = y]}``.
+        """
+        a0, a1 = self._weights(lam0, lam1)
+        m, n = self.mechanism.n_outputs, self.mechanism.k + 1
+        count = math.comb(n + m - 1, m - 1)
+        if count > iid_sums.EXACT_LIMIT or count * m > 50 * iid_sums.EXACT_LIMIT:
+            return None
+        c = iid_sums._compositions(n, m)
+        nu = self.mechanism.dummy
+        log_coef = special.gammaln(n + 1) - special.gammaln(c + 1).sum(axis=1) - math.log(n)
+        out = []
+        for a in (a0, a1):
+            total = np.zeros(c.shape[0])
+            for y in range(m):
+                has = c[:, y] > 0
+                if not np.any(has) or a[y] == 0:
+                    continue
+                expo = c[has].copy()
+                expo[:, y] -= 1
+                total[has] += c[has, y] * a[y] * np.prod(np.power(nu[None, :], expo), axis=1)
+            out.append(np.exp(log_coef) * total)
+        return out[0], out[1]
 
     def distp_divergence(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
-        """(ε, D)-DistP of the pair for ``D = KL`` / reverse KL (certified upper bound, both orders)
-        or ``"max"``; other f-divergences: see :meth:`monte_carlo_divergence`."""
-        name = check_choice(divergence, "divergence", ("kl", "reverse-kl", "max"))
+        """(ε, D)-DistP of the pair (both orders) for ``"max"`` (closed form), KL / reverse KL (certified
+        convolution bounds, exact by enumeration for small |Y|^(k+1) multisets), ``"tv"`` (= δ at ε = 0) and
+        ``"chi2"`` / ``"hellinger"`` (exact on the multiset laws of :meth:`multiset_laws`; beyond
+        their enumeration the data-processing bound ``D_f(A#λ0 ‖ A#λ1)``: the tuple is a post-processing of
+        the real output by a channel that does not depend on λ)."""
+        name = check_choice(divergence, "divergence", ("kl", "reverse-kl", "max", "tv", "chi2", "hellinger"))
         if name == "max":
             return self.distp_epsilon(lam0, lam1, 0.0)
-        return max(self.kl_bounds(lam0, lam1)[1], self.kl_bounds(lam1, lam0)[1])
+        if name in ("kl", "reverse-kl"):
+            return max(self.kl_bounds(lam0, lam1)[1], self.kl_bounds(lam1, lam0)[1])
+        if name == "tv":
+            return self.distp_delta(lam0, lam1, 0.0)
+        laws = self.multiset_laws(lam0, lam1)
+        if laws is None:
+            a0, a1 = self._weights(lam0, lam1)
+            return max(dv.divergence(name, a0, a1), dv.divergence(name, a1, a0))
+        p, q = laws
+        return max(dv.divergence(name, p, q), dv.divergence(name, q, p))
 
     # ---------------------------------------------------------- Monte Carlo
     def _log_ratio(self, tuples: NDArray[np.int64], a0: NDArray[np.float64], a1: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -704,11 +753,18 @@ class TuplingAccountant:
                 notes.append(f"Theorem 3 bound: eps={th3.epsilon:.6g} (alpha={th3.alpha:.4g}, beta={th3.beta:.4g})")
             return Claim(res.upper, res.delta, tuple(notes))
 
+        def at_divergence(name: str) -> Claim:
+            exact = name == "max" or self.multiset_laws(lam0, lam1) is not None
+            how = ("exact (closed form / enumeration of the tuple's multiset laws)" if exact else
+                   "certified upper bound (convolution bounds, capped by the base channel's divergence)")
+            return Claim(self.distp_divergence(lam0, lam1, name), 0.0, (f"{name}: {how}",))
+
         return PrivacyProfile(
             mechanism=self.mechanism.name,
             framework="local-distribution-privacy",
             pairs=(labels,),
             at_delta=at_delta,
+            at_divergence=at_divergence,
             calibration=Calibration.EXACT,
             assumptions=(Assumption("inputs follow exactly the given λ0, λ1", AssumptionCode.INPUT_LAWS),
                          Assumption("dummies drawn i.i.d. from ν", AssumptionCode.DUMMIES)),
