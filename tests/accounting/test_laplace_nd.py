@@ -83,3 +83,38 @@ def test_calibrated_scale_is_certified_and_below_the_coupling_scale(monkeypatch)
     assert tight.laplace_scale < loose.laplace_scale / 1.3  # 1.5715 against 2.1347 (oracle least: 1.4832)
     o = po.output_delta(model.mean(0), model.covariance(0), model.mean(1), model.covariance(1), NoiseLaw.of(tight), 1.0)
     assert o.delta <= 1e-3 + o.tol
+
+
+def test_concave_table_brackets_the_exact_log_density():
+    # the table's interpolation is a lower bound of ln g, within err above it (concave chord, issue 25 speed-up)
+    from distpriv.accounting.laplace import gl_logpdf
+
+    t = np.random.default_rng(1).uniform(-30.0, 30.0, size=(40, 50))
+    for s, b, kappa in ((0.7, 1.3, 0.05), (0.05, 2.0, 0.02), (3.0, 0.4, 0.2)):
+        lg, err = nd._concave_table(t, s, b, kappa)
+        exact = gl_logpdf(t, 0.0, s, b)
+        assert np.all(lg <= exact + 1e-9)
+        assert np.all(exact <= lg + err + 1e-9)
+        assert err <= kappa / nd.TABLE_FINE + 1e-9  # the resolution asked for
+
+
+def test_chord_upper_bounds_a_concave_function_to_second_order():
+    # f concave with a kink; non-uniform grid (geometric widths like the tails); the bound must hold at every
+    # point of every interior cell and be tighter than the Lipschitz bound (max corner + r) on smooth parts
+    def f(u1, u2):
+        return -0.5 * (u1 ** 2 + 0.6 * u1 * u2 + u2 ** 2) - np.abs(u1 - 0.3)
+
+    x = np.cumsum(np.r_[-3.0, 0.2 * 1.08 ** np.arange(30)])
+    y = np.cumsum(np.r_[-2.5, 0.15 * np.ones(35)])
+    vals = f(x[:, None], y[None, :])
+    c_lo = np.minimum(np.minimum(vals[:-1, :-1], vals[1:, :-1]), np.minimum(vals[:-1, 1:], vals[1:, 1:]))
+    bound = nd._chord_upper(vals, c_lo, np.diff(x), np.diff(y))
+    rng = np.random.default_rng(0)
+    a, c = rng.uniform(size=(2, 400))
+    for i in range(len(x) - 1):
+        for j in range(len(y) - 1):
+            pts = f(x[i] + a * (x[i + 1] - x[i]), y[j] + c * (y[j + 1] - y[j]))
+            assert pts.max() <= bound[i, j] + 1e-12
+    hmax = np.maximum(np.maximum(vals[:-1, :-1], vals[1:, :-1]), np.maximum(vals[:-1, 1:], vals[1:, 1:]))
+    inner = bound[1:-1, 1:-1] - hmax[1:-1, 1:-1]
+    assert np.median(inner) < 0.05  # a Lipschitz bound would add r = (w₁ + w₂)·max|∇f| ≈ 1 here

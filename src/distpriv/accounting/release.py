@@ -156,7 +156,7 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
         return Profile(epsilon, br.upper, br.lower, PLD + " over Gaussian ⊛ Laplace coordinates", pair,
                        {"grid_width": br.h, "cells": br.cells})
     assert st.shift is not None and noise.scales is not None and noise.basis is not None
-    upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon)
+    upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon, target=target)
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
     if TIGHT_2D:  # issue 25: certified 2-D grid (opt-in: ~10 s CPU per calibration, too slow for release selection)
@@ -168,8 +168,9 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
 
 
 #: Use the certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) beside the coupling bound. Off by default: it
-#: brings 2-D Laplace scales to a median 1.07× the least needed (from 1.60×) but costs ~10 s CPU per calibration,
-#: which would make every release's selection several times slower (benchmarks/bench_laplace_tight.py).
+#: brings 2-D Laplace scales to a median 1.07× the least needed (from 1.60×; max 1.17×) at ~3.6 s CPU per
+#: calibration (benchmarks/bench_laplace_tight.py), and on Adult (mean:age, count:sex=Female; near-equal
+#: covariances) it never beats the coupling bound yet makes the one-pair release ~3× slower (27 grids).
 TIGHT_2D = False
 
 
@@ -183,10 +184,16 @@ def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: Nois
         return None
     assert noise.basis is not None and noise.scales is not None
     return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
-                           noise.scales, epsilon, target=target)
+                           noise.scales, epsilon, target=target, beat=upper)
 
 
-def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: NoiseLaw, epsilon: float) -> tuple[float, float, str]:
+#: Decision mode of :func:`_composition_bound`: stop the split search at the first split whose bound is at most
+#: this fraction of the target (far enough below it that the top-up search does not take it for the least noise).
+EARLY_STOP = 0.5
+
+
+def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: NoiseLaw, epsilon: float, *,
+                       target: float | None = None) -> tuple[float, float, str]:
     """δ_{P‖Q}(ε) <= min over ε₁ of δ_⊥(ε₁) + E[g_{ε − ε₁}(BᵀD)] (loss-splitting chain rule + coupling).
 
     L = L_⊥ + L_{B|⊥} and (1 − e^{ε₁+ε₂−L})_+ <= (1 − e^{ε₁−L_⊥})_+ + (1 − e^{ε₂−L_{B|⊥}})_+ (for
@@ -194,6 +201,11 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     the first term is the exact Gaussian profile of the un-noised marginals, the second the coupling
     bound of :func:`distpriv.accounting.laplace.coupling_delta_bound` for the conditional laws
     (:func:`distpriv.accounting.laplace.conditional_shift`). Returns (bound, ε₁ used, method).
+
+    Every split ε₁ gives a valid bound, so with ``target`` (decision mode) the search stops at the first
+    split whose bound is <= EARLY_STOP · target (the decision is the same; the value returned is then not
+    the least). Not at the target itself: a calibration's search reads the value as its guide and stops
+    once it is within 5 % of the target, so a loose value near the target would stop it at more noise.
     """
     assert noise.basis is not None and noise.scales is not None
     scales = noise.scales
@@ -215,7 +227,11 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
             cache[e1] = min(1.0, d1 + lap.coupling_delta_bound(mean, cov, scales, epsilon - e1)) if d1 < 1 else 1.0
         return cache[e1]
 
+    method = COUPLING + " + exact profile of the un-noised directions (loss-splitting chain rule)"
     grid = [epsilon * f for f in (0.0, 0.2, 0.4, 0.6, 0.8, 0.95)]
+    for e1 in grid:
+        if target is not None and total(e1) <= EARLY_STOP * target:  # decided, with room to spare
+            return cache[e1], e1, method
     best = min(grid, key=total)
     lo, hi = max(0.0, best - 0.2 * epsilon), min(epsilon, best + 0.2 * epsilon)
     for _ in range(4):  # golden-section refinement around the best grid point (any split is valid)
@@ -225,7 +241,7 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
         else:
             lo = m1
     best = min(cache, key=cache.__getitem__)
-    return cache[best], best, COUPLING + " + exact profile of the un-noised directions (loss-splitting chain rule)"
+    return cache[best], best, method
 
 
 def _marginal_lower(model: GaussianModel, a: Hashable, b: Hashable, noise: NoiseLaw, epsilon: float, reverse: bool) -> float:
