@@ -121,6 +121,32 @@ def test_cli_bad_statistics_one_line_exit_2_nothing_written(tmp_path: Path, pop:
     assert proc.stdout == "" and not out.exists()
 
 
+@pytest.mark.parametrize("stat", ["median:age", "hist:age@0,30,inf", "var:age", "mean:hours@by=sex:Male|Female"])
+def test_declared_model_refused_with_the_reason(tmp_path: Path, table: pd.DataFrame, stat: str) -> None:
+    """A model file declares f_θ of mean/sum/count/proportion only: the new statistics (levels, groups, a quantile's
+    grid and law, the resampled datasets of a nonlinear one) need the population. One line naming ``model`` and the
+    statistic, before any data is read; the CLI: one line, exit 2, nothing written."""
+    model = {"statistics": ["mean:age", stat], "theta": {t: {"mean": [40.0, 1.0], "covariance": [[1.0, 0], [0, 1.0]]}
+                                                        for t in ("0.3", "0.5")}}
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    with pytest.raises(InvalidParameterError) as exc:
+        protect(table, stats=["mean:age", stat], model=tmp_path / "m.json", **BASE)
+    msg = str(exc.value)
+    assert msg.startswith("model: a model file declares f_θ of mean/sum/count/proportion statistics only, and "
+                          f"{stat!r} needs the public population") and "\n" not in msg and "--" not in msg
+    assert msg.endswith("model the release from population=")
+    table.to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "distpriv.cli", "release", "data.csv", "--stat", "mean:age", "--stat",
+                           stat, "--protect", "income=>50K", "--pairs", "0.3,0.5", "--epsilon", "1", "--delta", "1e-3",
+                           "--model", "m.json", "--out", str(out), "--format", "json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "--model: a model file declares" in lines[0] and lines[0].endswith("from --population"), lines[0]
+    assert proc.stdout == "" and not out.exists()
+
+
 # --------------------------------------------------------------------------- true values
 def test_true_values_match_pandas(pop: pd.DataFrame, table: pd.DataFrame) -> None:
     stats = ["median:age", "quantile:age@0.9", "var:age", "std:hours", "hist:education", "hist:age@0,30,50,inf",
