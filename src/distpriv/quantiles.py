@@ -157,14 +157,20 @@ class QuantileLaw:
         if live.size:
             from scipy import stats as sps  # lazy: scipy.stats costs ~0.3 s at import (issue 26)
 
+            # P(H_Q >= r − h) for h = 0..k as P(H_Q > r) plus the running sum of P(H_Q = r − h): one pmf row and
+            # one tail per grid point (scipy's sf per (point, h) sums a pmf each: O(k) times the work)
             h = np.arange(k + 1, dtype=float)
+            v = (r - h)[None, :]
             if self.replace:
                 p_h = sps.binom.pmf(h[None, :], k, fp[live, None]) if k else np.ones((live.size, 1))
-                sf = sps.binom.sf(r - h[None, :] - 1, n - k, fq[live, None])
+                at = sps.binom.pmf(v, n - k, fq[live, None])
+                above = sps.binom.sf(r, n - k, fq[live])
             else:
                 p_h = sps.hypergeom.pmf(h[None, :], big_p, kp[live, None], k) if k else np.ones((live.size, 1))
-                sf = sps.hypergeom.sf(r - h[None, :] - 1, big_q, kq[live, None], n - k)
-            out[live] = np.clip(np.sum(np.nan_to_num(p_h) * np.nan_to_num(sf), axis=1), 0.0, 1.0)
+                at = sps.hypergeom.pmf(v, big_q, kq[live, None], n - k)
+                above = sps.hypergeom.sf(r, big_q, kq[live], n - k)
+            sf = np.nan_to_num(above)[:, None] + np.cumsum(np.nan_to_num(at), axis=1)
+            out[live] = np.clip(np.sum(np.nan_to_num(p_h) * sf, axis=1), 0.0, 1.0)
         out = np.maximum.accumulate(out)
         out[-1] = 1.0  # the top bucket holds every value
         return out
