@@ -113,6 +113,37 @@ def quantile_of_counts(counts: NDArray[np.int64], r: int, grid: Grid) -> float:
     return float(grid.points[int(np.searchsorted(cum, r))])
 
 
+def hypergeom_rows(lo: int, hi: int, total: int, good: NDArray[np.float64], draws: int) -> NDArray[np.float64]:
+    """P(X_i = x) for x = lo..hi (columns) and X_i ~ Hypergeometric(total, good_i, draws) (rows).
+
+    Each row is anchored at its mode m_i (clipped into [lo, hi] and the support), where scipy's pmf is evaluated
+    once, and extended by the ratios P(x + 1)/P(x) = (K − x)(d − x) / ((x + 1)(N − K − d + x + 1)) summed in logs:
+    relative error ~1e-12 at N = 3·10⁴ and ~3e-9 at N = 4·10⁷ (there mostly Boost's error at the anchor, while
+    Boost's pmf itself is off by up to ~8e-9; tests against exact rationals), for one Boost pmf per row instead of
+    one per entry (~0.1 ms each).
+    """
+    from scipy import stats as sps
+
+    x = np.arange(lo, hi + 1, dtype=float)[None, :]
+    g = np.asarray(good, dtype=float).reshape(-1, 1)
+    bad = float(total) - g
+    smin, smax = np.maximum(0.0, draws - bad), np.minimum(g, float(draws))
+    inside = (x >= smin) & (x <= smax)
+    a_lo, a_hi = np.maximum(float(lo), smin), np.minimum(float(hi), smax)
+    ok = a_lo <= a_hi
+    anchor = np.clip(np.floor((draws + 1.0) * (g + 1.0) / (total + 2.0)), a_lo, np.maximum(a_lo, a_hi))
+    xr = x[:, :-1]
+    step = inside[:, :-1] & inside[:, 1:]
+    num = np.where(step, (g - xr) * (draws - xr), 1.0)
+    den = np.where(step, (xr + 1.0) * (bad - draws + xr + 1.0), 1.0)
+    cum = np.concatenate([np.zeros((g.shape[0], 1)), np.cumsum(np.log(num) - np.log(den), axis=1)], axis=1)
+    col = np.clip(anchor - lo, 0, x.shape[1] - 1).astype(np.int64)
+    with np.errstate(divide="ignore"):
+        base = np.log(sps.hypergeom.pmf(anchor[:, 0], total, g[:, 0], draws))[:, None]  # (logpmf: ~1e-10 off)
+    logp = base + cum - np.take_along_axis(cum, col, axis=1)
+    return np.where(inside & ok, np.exp(np.where(inside & ok, logp, -np.inf)), 0.0)
+
+
 class QuantileLaw:
     """The exact law of Q(D) (module docstring) for datasets of n records with k protected ones.
 
@@ -166,8 +197,8 @@ class QuantileLaw:
                 at = sps.binom.pmf(v, n - k, fq[live, None])
                 above = sps.binom.sf(r, n - k, fq[live])
             else:
-                p_h = sps.hypergeom.pmf(h[None, :], big_p, kp[live, None], k) if k else np.ones((live.size, 1))
-                at = sps.hypergeom.pmf(v, big_q, kq[live, None], n - k)
+                p_h = hypergeom_rows(0, k, big_p, kp[live], k) if k else np.ones((live.size, 1))
+                at = hypergeom_rows(r - k, r, big_q, kq[live], n - k)[:, ::-1]  # columns h = 0..k: value r − h
                 above = sps.hypergeom.sf(r, big_q, kq[live], n - k)
             sf = np.nan_to_num(above)[:, None] + np.cumsum(np.nan_to_num(at), axis=1)
             out[live] = np.clip(np.sum(np.nan_to_num(p_h) * sf, axis=1), 0.0, 1.0)
