@@ -22,7 +22,7 @@ exactly (binomials instead of hypergeometrics when datasets are resampled with r
 ``--model-from-data``). No resampling: the per-bucket counts come from one ``GROUP BY`` of the
 population in its engine (bounded output: 2L rows; one per column, shared by all its quantile levels),
 so a quantile of a 40M-row Parquet population streams in bounded memory (``benchmarks/bench_new_stats.py``:
-peak RSS of the whole release ~490 MiB, flat in the number of rows).
+peak RSS of the whole release ~480 MiB, flat in the number of rows).
 """
 
 from __future__ import annotations
