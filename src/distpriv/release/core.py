@@ -32,7 +32,7 @@ from ..errors import InvalidParameterError, arg
 from ..guarantees import Guarantee
 from ..models import EmpiricalModel, GaussianModel
 from ..queries import Predicate, Query
-from ..statspec import Layout, build_layout, is_plain
+from ..statspec import Layout, build_layout, is_plain, parse_request
 from .compose import (
     Composition,
     check_compatible,
@@ -308,8 +308,11 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
         query = build_query(spec.stats, spec.names)
     else:  # variances, quantiles, histograms, group-by, ratios (distpriv.statspec): levels from the population
         if spec.model is not None:
-            raise InvalidParameterError("a declared model (--model) covers the statistics of mean/sum/count/"
-                                        "proportion only; model the others from --population", argument="stats")
+            first = next(t for t in spec.stats if not parse_request(t).plain)
+            raise InvalidParameterError(
+                f"a model file declares f_θ of mean/sum/count/proportion statistics only, and {first!r} needs the "
+                "public population: its levels or groups, a quantile's grid and exact law, the resampled datasets "
+                f"of a variance or ratio come from it; model the release from {arg('population')}", argument="model")
         if pop_value is not None:
             prefetch_sha256(pop_value)
             pop_value = open_table(pop_value, what="population", **(

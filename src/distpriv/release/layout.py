@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from .._validation import as_rng
 from ..models import EmpiricalModel
-from ..quantiles import QuantileLaw
+from ..quantiles import Grid, QuantileLaw
 from ..statspec import Layout
 from .data import Modelling, MomentSampler, weighted_draws
 
@@ -44,11 +44,13 @@ class RecordingSampler(MomentSampler):
     recording: list[NDArray[np.float64]] | None = None
 
     def setup(self, columns: list[int], r: list[int]) -> None:
-        """Thresholds per quantile (base column index ``columns[j]``, rank ``r[j]``)."""
+        """Thresholds per quantile (base column index ``columns[j]``, rank ``r[j]``). Quantiles of the same
+        column share its thresholds and indicator columns (a median and a 0.9-quantile of x: one block)."""
         self.q_columns = columns
         self.q_ranks = r
+        self.distinct = list(dict.fromkeys(columns))
         self.thresholds: list[NDArray[np.float64]] = []
-        for c in columns:
+        for c in self.distinct:
             vals = np.unique(np.concatenate([self.pos[:, c], self.neg[:, c]]))
             if vals.size > _RANK_THRESHOLDS:
                 vals = np.unique(np.quantile(vals, np.linspace(0, 1, _RANK_THRESHOLDS)))
@@ -58,7 +60,7 @@ class RecordingSampler(MomentSampler):
         self.recording: list[NDArray[np.float64]] | None = None
 
     def _indicators(self, mat: NDArray[np.float64]) -> NDArray[np.float64]:
-        cols = [(mat[:, c][:, None] <= t[None, :]).astype(float) for c, t in zip(self.q_columns, self.thresholds,
+        cols = [(mat[:, c][:, None] <= t[None, :]).astype(float) for c, t in zip(self.distinct, self.thresholds,
                                                                                 strict=True)]
         return np.hstack(cols) if cols else np.zeros((len(mat), 0))
 
@@ -89,13 +91,13 @@ class RecordingSampler(MomentSampler):
             counts = self.recording[0] + self.recording[1]
         finally:
             self.recording = None
+        starts = np.cumsum([0, *(t.size for t in self.thresholds)])
         out = np.empty((size, len(self.q_columns)))
-        start = 0
-        for j, t in enumerate(self.thresholds):
-            block = counts[:, start : start + t.size]
-            start += t.size
+        for j, c in enumerate(self.q_columns):
+            d = self.distinct.index(c)
+            block = counts[:, starts[d] : starts[d + 1]]
             hit = block >= self.q_ranks[j] - 1e-9
-            out[:, j] = np.where(hit.any(axis=1), hit.argmax(axis=1), t.size)
+            out[:, j] = np.where(hit.any(axis=1), hit.argmax(axis=1), block.shape[1])
         return x, out
 
 
@@ -171,10 +173,13 @@ def quantile_laws(layout: Layout, source: Any, predicate: Any, n: int, *, replac
     if not layout.quantile_coordinates:
         return laws
     frame = prepare_frame(source.source, layout.base, predicate).frame.filter(nw.col(OK))
+    by_column: dict[str, tuple[Grid, NDArray[np.int64]]] = {}  # one GROUP BY per column, whatever its levels q
     for c, col, q in layout.quantile_coordinates:
-        lo, hi = source.summary.ranges[col]
-        grid = grid_for(lo, hi, bool(source.source.schema[col].is_integer()))
-        counts = bucket_counts(frame, col, grid, G, source.source.what, source.source.backend)
+        if col not in by_column:
+            lo, hi = source.summary.ranges[col]
+            grid = grid_for(lo, hi, bool(source.source.schema[col].is_integer()))
+            by_column[col] = grid, bucket_counts(frame, col, grid, G, source.source.what, source.source.backend)
+        grid, counts = by_column[col]
         laws[c] = QuantileLaw(grid, counts, n, q, replace=replace)
     return laws
 
@@ -191,8 +196,10 @@ def true_values(layout: Layout, data: Any, predicate: Any, n: int, laws: dict[in
     out = layout.transform(base, n)
     if laws:
         frame = prepare_frame(data.source, layout.base, predicate).frame.filter(nw.col(OK))
+        by_column: dict[str, NDArray[np.int64]] = {}
         for c, col, _ in layout.quantile_coordinates:
             law = laws[c]
-            counts = bucket_counts(frame, col, law.grid, None, data.source.what, data.source.backend)
-            out[c] = quantile_of_counts(counts, law.r, law.grid)
+            if col not in by_column:
+                by_column[col] = bucket_counts(frame, col, law.grid, None, data.source.what, data.source.backend)
+            out[c] = quantile_of_counts(by_column[col], law.r, law.grid)
     return out
