@@ -90,6 +90,10 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
         if eps == ctx.epsilon:  # the selection's own evaluation at the target ε
             for nm in names:
                 c = done[nm]
+                if c.code == "not-evaluated-ranked-out":  # skipped by the ranking (a provable loser): its curve point
+                    c = evaluate_candidate(nm, model, list(ctx.pairs), diag, epsilon=eps, delta=ctx.delta,
+                                           calibration=ctx.calibration, sensitivities=ctx.sensitivities,
+                                           n=ctx.modelling.n)
                 out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
             continue
         eta = eta_for(eps, ctx.delta)
