@@ -174,9 +174,9 @@ def _max_distance_scalar(eps: float, dl: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e8:  # pragma: no cover - unreachable for δ in (0, 1)
             raise InvalidParameterError("delta: too close to 1 to calibrate")
-    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
+    from .roots import brentq  # SciPy's brentq step for step, without importing scipy.optimize (issue 26)
 
-    return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return brentq(f, lo, hi, xtol=1e-15, rtol=4 * float(np.finfo(float).eps), maxiter=500)
 
 
 def gaussian_max_distance_vectorised(epsilon: float, delta: float) -> float:
@@ -217,9 +217,9 @@ def gaussian_epsilon(distance: float, delta: float) -> float:
     hi = max(1.0, d * d)
     while f(hi) > 0:
         hi *= 2.0
-    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
+    from .roots import brentq  # SciPy's brentq step for step, without importing scipy.optimize (issue 26)
 
-    return float(optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * float(np.finfo(float).eps), maxiter=500)
 
 
 def max_distance(epsilon: float, delta: float, calibration: str = "exact", *, warn: bool = True) -> float:
