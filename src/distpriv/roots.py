@@ -19,6 +19,16 @@ from .errors import InvalidParameterError
 MIN_RTOL = 4 * 2.220446049250313e-16
 
 
+def _div(a: float, b: float) -> float:
+    """a / b with C's IEEE semantics: ±inf or nan for a zero divisor (Python raises instead)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = 2e-12, rtol: float = MIN_RTOL,
            maxiter: int = 100) -> float:
     """A root of ``f`` in the bracket [a, b] (f(a), f(b) of opposite signs) to within ``xtol + rtol·|x|``.
@@ -55,11 +65,11 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = 2e-
             return xcur
         if abs(spre) > delta and abs(fcur) < abs(fpre):
             if xpre == xblk:  # interpolate (secant)
-                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+                stry = _div(-fcur * (xcur - xpre), fcur - fpre)
             else:  # extrapolate (inverse quadratic)
-                dpre = (fpre - fcur) / (xpre - xcur)
-                dblk = (fblk - fcur) / (xblk - xcur)
-                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+                dpre = _div(fpre - fcur, xpre - xcur)
+                dblk = _div(fblk - fcur, xblk - xcur)
+                stry = _div(-fcur * (fblk * dblk - fpre * dpre), dblk * dpre * (fblk - fpre))
             if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):  # good short step
                 spre = scur
                 scur = stry

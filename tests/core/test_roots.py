@@ -22,6 +22,8 @@ FUNCS = [
     (lambda x: math.tanh(50 * (x - 0.3)), -1.0, 1.0),
     (lambda x: (x - 1.0) ** 5, 0.0, 3.0),  # flat root: many bisection steps
     (lambda x: math.log(x) + 3.0, 1e-6, 1.0),
+    (lambda x: -1.0 if x < 0.7 else 1.0, 0.0, 1.0),  # a step: flat values, zero divisors in the interpolation
+    (lambda x: max(-1e-300, min(1e-300, x - 0.3)), 0.0, 1.0),
 ]
 
 
@@ -35,7 +37,8 @@ def test_bit_identical_to_scipy(i: int, xtol: float) -> None:
     assert brentq(f, b, a, xtol=xtol, rtol=EPS4, maxiter=500) == optimize.brentq(f, b, a, xtol=xtol, rtol=EPS4, maxiter=500)
 
 
-@pytest.mark.parametrize(("eps", "delta"), [(0.1, 1e-5), (1.0, 1e-3), (3.0, 1e-8), (10.0, 0.2), (1e-3, 1e-12)])
+@pytest.mark.parametrize(("eps", "delta"), [(0.1, 1e-5), (1.0, 1e-3), (3.0, 1e-8), (10.0, 0.2), (1e-3, 1e-12),
+                                          (710.0, 1e-3), (1e6, 1e-300), (1e6, 1e-3)])
 def test_calibration_roots_unchanged(eps: float, delta: float) -> None:
     """D*(ε, δ) and the inverse profile: the release's roots equal SciPy's on the same functions."""
     def f(d: float) -> float:

@@ -376,15 +376,18 @@ def _open_files(
         return con.sql(f"SELECT * FROM read_csv($files, {', '.join(opts)})", params=params)
 
     file_columns: list[tuple[str, ...]] = []
+    single: Any = None
     for p in paths:
         with engine_errors(f"{what} ({p.name})", "duckdb"):
-            file_columns.append(tuple(read([str(p)]).columns))
+            single = read([str(p)])
+            file_columns.append(tuple(single.columns))
     for p, cols in zip(paths, file_columns, strict=True):
         dupes = sorted({c for c in cols if cols.count(c) > 1})
         if dupes:
             raise InvalidParameterError(f"{p.name} has repeated column names {list_preview(dupes)}", argument=what)
     with engine_errors(what, "duckdb"):
-        rel = read([str(p) for p in paths])
+        # one file: its relation is the table's (binding read_csv again would sniff the file again, issue 26)
+        rel = single if len(paths) == 1 else read([str(p) for p in paths])
         index_cols = [c for c in rel.columns if _PANDAS_INDEX.match(c)]
         if kind == "parquet" and index_cols:  # a pandas index saved with the frame is not data
             rel = rel.project(", ".join(quote_ident(c) for c in rel.columns if c not in index_cols))
