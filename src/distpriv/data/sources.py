@@ -60,6 +60,8 @@ _IMPLEMENTATIONS = {
 }
 
 #: Columns pandas writes for a non-default index (``DataFrame.to_parquet``): dropped from Parquet scans.
+#: CSV inputs up to this many bytes in total are read once into an in-memory DuckDB table (:func:`open_table`).
+SMALL_CSV_BYTES = 8 * 2**20
 _PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
 #: Cells read as missing in CSV files unless ``na_values`` says otherwise (R's ``NA``, pandas' ``NaN``, JSON's
@@ -400,6 +402,11 @@ def _open_files(
                 for c, t in zip(rel.columns, rel.types, strict=True)
             ]
             rel = rel.project(", ".join(exprs))
+        if kind == "csv" and sum(p.stat().st_size for p in paths) <= SMALL_CSV_BYTES:
+            # a small CSV is parsed once into an in-memory table: every later pass would parse (and the first
+            # bind sniff) the file again, ~20 ms each for 1,000 rows (issue 26: a release's fixed cost)
+            rel.create("__dp_table")
+            rel = con.table("__dp_table")
         frame = nw.from_native(rel)
     return Table(frame, "duckdb", rel, tuple(paths), tuple(file_columns), con, what)
 
