@@ -251,16 +251,20 @@ def stratified_sample(
     while True:
         cond = nw.col(OK) & (nw.col(KEY) < nw.when(nw.col(G)).then(nw.lit(q_g[0])).otherwise(nw.lit(q_g[1])))
         with engine_errors(table.what, table.backend):
-            got = prep.frame.filter(cond).select(*keep)
+            lazy = prep.frame.filter(cond).select(*keep)
+            got: nw.DataFrame[Any] | nw.LazyFrame[Any]
+            cols: dict[str, Any]
             if table.backend == "duckdb":
                 # DuckDB's own numpy fetch of the numeric columns: no pyarrow (~0.3 s to import, issue 26); the
                 # rows' frame re-runs the same query on demand (Subsample.frame; insertion order is preserved)
-                cols = {c: np.asarray(v) for c, v in nw.to_native(got.select(*numeric)).fetchnumpy().items()}
+                got = lazy
+                cols = {c: np.asarray(v) for c, v in nw.to_native(lazy.select(*numeric)).fetchnumpy().items()}
             else:
-                got = got.collect()
+                eager = lazy.collect()
+                got = eager
                 # plain Python values of the few thousand rows: converting columns to numpy through pyarrow would
                 # import pandas (~0.3 s), which only the rows' frame needs (built on demand, Subsample.frame)
-                cols = got.select(*numeric).to_dict(as_series=False)
+                cols = eager.select(*numeric).to_dict(as_series=False)
         flags = np.asarray(cols[G], dtype=bool)
         short = False
         for g, mask in enumerate((flags, ~flags)):
