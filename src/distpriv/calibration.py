@@ -33,6 +33,7 @@ from scipy import special
 from ._validation import check_choice, check_delta, check_epsilon, check_positive, check_real
 from .errors import ClassicCalibrationWarning, InvalidParameterError
 from .guarantees import Calibration
+from .roots import brentq
 
 #: The Gaussian calibration rules a caller may choose (values of :class:`~distpriv.guarantees.Calibration`).
 CALIBRATIONS: tuple[str, ...] = (Calibration.CLASSIC.value, Calibration.EXACT.value)
@@ -174,9 +175,7 @@ def _max_distance_scalar(eps: float, dl: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e8:  # pragma: no cover - unreachable for δ in (0, 1)
             raise InvalidParameterError("delta: too close to 1 to calibrate")
-    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
-
-    return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return brentq(f, lo, hi, xtol=1e-15, rtol=4 * float(np.finfo(float).eps), maxiter=500)
 
 
 def gaussian_max_distance_vectorised(epsilon: float, delta: float) -> float:
@@ -217,9 +216,7 @@ def gaussian_epsilon(distance: float, delta: float) -> float:
     hi = max(1.0, d * d)
     while f(hi) > 0:
         hi *= 2.0
-    from scipy import optimize  # lazy: ~0.4 s to import, not needed by every release
-
-    return float(optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * float(np.finfo(float).eps), maxiter=500)
 
 
 def max_distance(epsilon: float, delta: float, calibration: str = "exact", *, warn: bool = True) -> float:

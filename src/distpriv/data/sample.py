@@ -61,14 +61,15 @@ class _Rows:
     """The sampled rows of the used columns: the engine's result and the picked row positions; the pandas
     frame is built on first use (and kept)."""
 
-    def __init__(self, result: nw.DataFrame[Any], index: NDArray[np.intp]) -> None:
+    def __init__(self, result: nw.DataFrame[Any] | nw.LazyFrame[Any], index: NDArray[np.intp]) -> None:
         self.result = result
         self.index = index
         self.frame: pd.DataFrame | None = None
 
     def to_pandas(self) -> pd.DataFrame:
         if self.frame is None:
-            picked = self.result[self.index.tolist()] if self.index.size else self.result.head(0)
+            res = self.result.collect() if isinstance(self.result, nw.LazyFrame) else self.result
+            picked = res[self.index.tolist()] if self.index.size else res.head(0)
             self.frame = picked.to_pandas().reset_index(drop=True)
         return self.frame
 
@@ -258,10 +259,20 @@ def stratified_sample(
     while True:
         cond = nw.col(OK) & (nw.col(KEY) < nw.when(nw.col(G)).then(nw.lit(q_g[0])).otherwise(nw.lit(q_g[1])))
         with engine_errors(table.what, table.backend):
-            got = prep.frame.filter(cond).select(*keep).collect()
-            # plain Python values of the few thousand rows: converting columns to numpy through pyarrow would
-            # import pandas (~0.3 s), which only the rows' frame needs (built on demand, Subsample.frame)
-            cols = got.select(*numeric).to_dict(as_series=False)
+            lazy = prep.frame.filter(cond).select(*keep)
+            got: nw.DataFrame[Any] | nw.LazyFrame[Any]
+            cols: dict[str, Any]
+            if table.backend == "duckdb":
+                # DuckDB's own numpy fetch of the numeric columns: no pyarrow (~0.3 s to import, issue 26); the
+                # rows' frame re-runs the same query on demand (Subsample.frame; insertion order is preserved)
+                got = lazy
+                cols = {c: np.asarray(v) for c, v in nw.to_native(lazy.select(*numeric)).fetchnumpy().items()}
+            else:
+                eager = lazy.collect()
+                got = eager
+                # plain Python values of the few thousand rows: converting columns to numpy through pyarrow would
+                # import pandas (~0.3 s), which only the rows' frame needs (built on demand, Subsample.frame)
+                cols = eager.select(*numeric).to_dict(as_series=False)
         flags = np.asarray(cols[G], dtype=bool)
         short = False
         for g, mask in enumerate((flags, ~flags)):

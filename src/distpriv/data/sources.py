@@ -60,6 +60,8 @@ _IMPLEMENTATIONS = {
 }
 
 #: Columns pandas writes for a non-default index (``DataFrame.to_parquet``): dropped from Parquet scans.
+#: CSV inputs up to this many bytes in total are read once into an in-memory DuckDB table (:func:`open_table`).
+SMALL_CSV_BYTES = 8 * 2**20
 _PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
 #: Cells read as missing in CSV files unless ``na_values`` says otherwise (R's ``NA``, pandas' ``NaN``, JSON's
@@ -376,15 +378,18 @@ def _open_files(
         return con.sql(f"SELECT * FROM read_csv($files, {', '.join(opts)})", params=params)
 
     file_columns: list[tuple[str, ...]] = []
+    single: Any = None
     for p in paths:
         with engine_errors(f"{what} ({p.name})", "duckdb"):
-            file_columns.append(tuple(read([str(p)]).columns))
+            single = read([str(p)])
+            file_columns.append(tuple(single.columns))
     for p, cols in zip(paths, file_columns, strict=True):
         dupes = sorted({c for c in cols if cols.count(c) > 1})
         if dupes:
             raise InvalidParameterError(f"{p.name} has repeated column names {list_preview(dupes)}", argument=what)
     with engine_errors(what, "duckdb"):
-        rel = read([str(p) for p in paths])
+        # one file: its relation is the table's (binding read_csv again would sniff the file again, issue 26)
+        rel = single if len(paths) == 1 else read([str(p) for p in paths])
         index_cols = [c for c in rel.columns if _PANDAS_INDEX.match(c)]
         if kind == "parquet" and index_cols:  # a pandas index saved with the frame is not data
             rel = rel.project(", ".join(quote_ident(c) for c in rel.columns if c not in index_cols))
@@ -397,6 +402,11 @@ def _open_files(
                 for c, t in zip(rel.columns, rel.types, strict=True)
             ]
             rel = rel.project(", ".join(exprs))
+        if kind == "csv" and sum(p.stat().st_size for p in paths) <= SMALL_CSV_BYTES:
+            # a small CSV is parsed once into an in-memory table: every later pass would parse (and the first
+            # bind sniff) the file again, ~20 ms each for 1,000 rows (issue 26: a release's fixed cost)
+            rel.create("__dp_table")
+            rel = con.table("__dp_table")
         frame = nw.from_native(rel)
     return Table(frame, "duckdb", rel, tuple(paths), tuple(file_columns), con, what)
 

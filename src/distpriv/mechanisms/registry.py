@@ -12,6 +12,7 @@ from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Calibration, Guarantee
 from ..models import QueryModel
+from ..noise import NoiseLaw
 from . import baselines, ding, exact, expected_value, gaussian_uncertainty, optm, ssp, wasserstein
 from ._common import validate_inputs
 from .base import Mechanism
@@ -135,6 +136,34 @@ def calibrate(
         if inp.calibration == Calibration.CLASSIC and mech.noise.adds_gaussian and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)
     return accounted
+
+
+def papers_noise(
+    name: str,
+    model: QueryModel,
+    pairs: Iterable[Sequence[Hashable]] | None = None,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    calibration: str = "exact",
+    **options: Any,
+) -> NoiseLaw:
+    """The noise of mechanism ``name`` as its builder calibrates it (the papers' formula), without accounting.
+
+    :func:`calibrate` then accounts this noise exactly and only ever adds to it (:mod:`.exact`,
+    :mod:`.empirical`: the noise is scaled by k >= 1 or independent noise is added), so any lower bound
+    on E||Z||₂ of this law bounds the calibrated mechanism's too (release selection's ranking, issue 26).
+    Costs the closed-form calibration only (no privacy profile).
+    """
+    key = check_choice(name, "name", MECHANISMS)
+    builder, meta = _BUILDERS[key], METADATA[key]
+    unknown = sorted(set(options) - set(options_of(key)))
+    if unknown:
+        raise InvalidParameterError(
+            f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(options_of(key)) or 'none'}"
+        )
+    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
+    return builder(inp, **options).noise
 
 
 def _calibrate_peer(name: str, model: QueryModel, pairs: Iterable[Sequence[Hashable]] | None, epsilon: float,

@@ -19,7 +19,7 @@ default of :func:`diagnose`; the release uses :func:`half_budget_eta`,
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,24 +167,85 @@ def wasserstein_gap(model: EmpiricalModel, pairs: Iterable[Sequence[Hashable]]) 
     return max_w_infinity([(model.samples(a), model.samples(b)) for a, b in ps])
 
 
+@dataclass(frozen=True)
+class LazyGaps:
+    """:func:`estimate_gaps` with ``max_only=True`` and the two W∞ maxima computed on first call.
+
+    The subsamples and Gaussian draws are taken at construction (the same draws from the generator, in the
+    same order, as :func:`estimate_gaps`), so a later call returns exactly the eager value; each value is
+    computed at most once (issue 26: a release whose assumptions hold never pays for the bottleneck
+    matchings, which only Theorem 5.7's correction uses).
+    """
+
+    eta: float
+    reference: Hashable
+    pooled_covariance: NDArray[np.float64]
+    translation_w: Callable[[], float]  # max_θ W∞(f_θ, f_θ₀ + μ_θ − μ_θ₀), L1
+    max_gaussian_w: Callable[[], float]  # max_θ W∞(f_θ, N(μ̂_θ, Σ̄)) estimate, L1
+    divergence: dict[Hashable, float]
+
+    @property
+    def divergence_lambda(self) -> float:
+        """λ of Theorem 5.6: max_θ of :attr:`divergence`."""
+        return max(self.divergence.values())
+
+
+def lazy_max_gaps(model: EmpiricalModel, pairs: Iterable[Sequence[Hashable]], *, eta: float, min_bins: int = 2,
+                  max_samples: int | None = 2000, rng: RngLike = 0) -> LazyGaps:
+    """:func:`estimate_gaps` (``max_only=True``, ``wasserstein=False``, default bins) with lazy W∞ maxima."""
+    ps = normalize_pairs(pairs, model.labels)
+    labs = list(dict.fromkeys(v for pr in ps for v in pr))
+    return _lazy_gaps(model, labs, check_delta(eta, "eta", allow_zero=True), None,
+                      check_int(min_bins, "min_bins", minimum=2), max_samples, as_rng(rng))
+
+
+def _once(f: Callable[[], float]) -> Callable[[], float]:
+    memo: list[float] = []
+
+    def call() -> float:
+        if not memo:
+            memo.append(float(f()))
+        return memo[0]
+
+    return call
+
+
+def _lazy_gaps(model: EmpiricalModel, labs: list[Hashable], eta: float, bins: int | None, min_bins: int,
+               max_samples: int | None, g: np.random.Generator) -> LazyGaps:
+    from .gaps import gaussian_gap_inputs, translation_gap_inputs
+
+    ref = labs[0]
+    trans = [translation_gap_inputs(model.samples(lab), model.samples(ref), max_samples=max_samples, rng=g)
+             for lab in labs[1:]]
+    pooled = pooled_covariance(model, labs)
+    gauss = [gaussian_gap_inputs(model.samples(lab), model.mean(lab), pooled, max_samples=max_samples, rng=g)
+             for lab in labs]
+    div = divergence_gaps(model, labs, pooled, eta=eta, bins=bins, min_bins=min_bins)
+
+    def tw() -> float:
+        from .bottleneck import max_w_infinity
+
+        return max_w_infinity(trans) if trans else 0.0
+
+    def gw() -> float:
+        from .bottleneck import max_w_infinity
+
+        return max_w_infinity(gauss)
+
+    return LazyGaps(eta, ref, pooled, _once(tw), _once(gw), div)
+
+
 def _max_gaps(model: EmpiricalModel, ps: Sequence[tuple[Hashable, Hashable]], labs: list[Hashable], eta: float,
               bins: int | None, min_bins: int, max_samples: int | None, g: np.random.Generator, *,
               wasserstein: bool = True) -> Gaps:
     """:func:`estimate_gaps` with ``max_only=True``: the same inputs (the same draws from ``g``, in the same
     order), maxima by :func:`~distpriv.relaxed.bottleneck.max_w_infinity`."""
     from .bottleneck import max_w_infinity
-    from .gaps import gaussian_gap_inputs, translation_gap_inputs
 
-    ref = labs[0]
-    trans = [translation_gap_inputs(model.samples(lab), model.samples(ref), max_samples=max_samples, rng=g)
-             for lab in labs[1:]]
-    tw = max_w_infinity(trans) if trans else 0.0
+    lz = _lazy_gaps(model, labs, eta, bins, min_bins, max_samples, g)
     ww = max_w_infinity([(model.samples(a), model.samples(b)) for a, b in ps]) if wasserstein else math.nan
-    pooled = pooled_covariance(model, labs)
-    gw = max_w_infinity([gaussian_gap_inputs(model.samples(lab), model.mean(lab), pooled, max_samples=max_samples,
-                                             rng=g) for lab in labs])
-    div = divergence_gaps(model, labs, pooled, eta=eta, bins=bins, min_bins=min_bins)
-    return Gaps(eta, ref, pooled, float(tw), float(ww), dict.fromkeys(labs, float(gw)), div)
+    return Gaps(eta, lz.reference, lz.pooled_covariance, float(lz.translation_w()), float(ww),
+                dict.fromkeys(labs, float(lz.max_gaussian_w())), lz.divergence)
 
 
 def divergence_gaps(

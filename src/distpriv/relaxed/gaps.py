@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
 from .. import distances
 from .._validation import (
@@ -122,6 +121,8 @@ def _gaussian_quantile_sample(
 ) -> FloatArray:
     """n points representing N(mean, cov): quantiles Φ⁻¹((i − ½)/n) in 1-D, a seeded draw otherwise."""
     if mean.shape[0] == 1:
+        from scipy.special import ndtri  # lazy (issue 26): scipy.special costs ~0.3 s to import
+
         z = ndtri((np.arange(1, n + 1) - 0.5) / n)
         return (mean[0] + math.sqrt(float(cov[0, 0])) * z)[:, None]
     return rng.multivariate_normal(mean, cov, size=n, method="eigh")
@@ -217,6 +218,8 @@ def approx_max_divergence_gap(
         raise InvalidParameterError(f"bins: {b}^{m} cells is too many; use fewer bins per axis")
     mu, sigma = _fit(x, mean, cov)
     z = _whitener(mu, sigma)(x)
+    from scipy.special import ndtri  # lazy (issue 26): scipy.special costs ~0.3 s to import
+
     inner = ndtri(np.arange(1, b) / b)  # b − 1 interior edges per axis
     cell = np.zeros(n, dtype=np.int64)
     for k in range(m):

@@ -52,6 +52,7 @@ from numpy.typing import NDArray
 from .. import relaxed, stattests
 from .._validation import RngLike
 from ..models import EmpiricalModel, GaussianModel
+from ..relaxed.diagnose import lazy_max_gaps
 from ..relaxed.gaps import (
     histogram_bins as histogram_bins,  # re-exported: release.assumptions.histogram_bins
 )
@@ -131,10 +132,12 @@ class Diagnostics:
     """Assumption tests and the gaps Theorems 5.6/5.7 pay for."""
 
     tests: dict[str, TestResult]
-    translation_w: float  # max_θ W∞(f_θ, f_ref + μ_θ − μ_ref), L1
+    #: max_θ W∞(f_θ, f_ref + μ_θ − μ_ref), L1, or a function computing it on demand (:attr:`translation_w`)
+    _translation: float | Callable[[], float]
     #: max over Ψ of W∞(f_θi, f_θj), L1: Δ_W of the Wasserstein mechanism, or a function computing it on demand
     _wasserstein: float | Callable[[], float]
-    gaussian_w: float  # max_θ W∞(f_θ, N(μ̂_θ, Σ̄)) estimate, L1
+    #: max_θ W∞(f_θ, N(μ̂_θ, Σ̄)) estimate, L1, or a function computing it on demand (:attr:`gaussian_w`)
+    _gaussian: float | Callable[[], float]
     divergence_lambda: float  # max_θ D^η_∞ gap to N(μ̂_θ, Σ̄)
     eta: float
     pooled_model: GaussianModel  # f̂_θ = N(μ̂_θ, Σ̄)
@@ -152,6 +155,20 @@ class Diagnostics:
     def wasserstein_computed(self) -> bool:
         return not callable(self._wasserstein)
 
+    @property
+    def translation_w(self) -> float:
+        """W of Theorem 5.7 for the translates, computed on first use (only a rejected assumption needs it)."""
+        if callable(self._translation):
+            self._translation = float(self._translation())
+        return self._translation
+
+    @property
+    def gaussian_w(self) -> float:
+        """W of Theorem 5.7 for N(μ̂_θ, Σ̄), computed on first use (only a rejected assumption needs it)."""
+        if callable(self._gaussian):
+            self._gaussian = float(self._gaussian())
+        return self._gaussian
+
     def holds(self, assumption: str) -> bool:
         return self.tests[assumption].holds if assumption in self.tests else True
 
@@ -159,9 +176,9 @@ class Diagnostics:
         return {
             "alpha": self.alpha,
             "tests": {k: v.to_dict() for k, v in self.tests.items()},
-            "translation_gap_W": self.translation_w,
+            "translation_gap_W": None if callable(self._translation) else self._translation,
             "wasserstein_delta_W": self.wasserstein_w if self.wasserstein_computed else None,
-            "gaussian_gap_W": self.gaussian_w,
+            "gaussian_gap_W": None if callable(self._gaussian) else self._gaussian,
             "divergence_gap_lambda": self.divergence_lambda,
             "eta": self.eta,
             "reference_theta": self.reference,
@@ -313,8 +330,10 @@ def diagnose_assumptions(
         "gaussian": _test_gaussian(model, pairs, alpha),
         "equal_covariance": _test_equal_cov(model, pairs, alpha),
     }
-    gaps = relaxed.estimate_gaps(model, pairs, eta=eta_for(epsilon, delta), min_bins=MIN_BINS,
-                                 max_samples=max_samples, rng=rng, max_only=True, wasserstein=False)
+    # the W∞ gaps (bottleneck matchings) are computed only when a correction uses them (issue 26); the
+    # subsamples are drawn now, so their values are those of relaxed.estimate_gaps(max_only=True)
+    gaps = lazy_max_gaps(model, pairs, eta=eta_for(epsilon, delta), min_bins=MIN_BINS, max_samples=max_samples,
+                         rng=rng)
     labs = _labels(pairs)
     gauss = GaussianModel({lab: model.mean(lab) for lab in labs}, {lab: gaps.pooled_covariance for lab in labs})
     def delta_w() -> float:
