@@ -369,8 +369,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: Measured CPU seconds of the tests above ~0.5 s (``pytest --cpu-durations``; regenerate with
 #: ``--write-cpu-seconds``): the order in which ``--dist loadgroup`` hands out its work units in a fresh clone.
 CPU_SECONDS_FILE = Path(__file__).with_name("cpu_seconds.json")
-#: What a test missing from the table is assumed to cost.
-DEFAULT_CPU_SECONDS = 0.1
+#: What a test missing from the table is assumed to cost: marked `slow` (more than ~5 s, or sharing such a fixture)
+#: or not.
+DEFAULT_CPU_SECONDS = {True: 8.0, False: 0.1}
 
 
 def _known_cpu_seconds(config: pytest.Config) -> dict[str, float]:
@@ -400,7 +401,10 @@ def _longest_first(config: pytest.Config, items: list[pytest.Item]) -> list[pyte
         mark = item.get_closest_marker("xdist_group")
         key = f"@{mark.args[0] if mark.args else mark.kwargs.get('name')}" if mark else item.nodeid
         units.setdefault(key, []).append(item)
-    cost = {k: sum(known.get(i.nodeid, DEFAULT_CPU_SECONDS) for i in group) for k, group in units.items()}
+    def seconds(item: pytest.Item) -> float:
+        return known.get(item.nodeid, DEFAULT_CPU_SECONDS[item.get_closest_marker("slow") is not None])
+
+    cost = {k: sum(seconds(i) for i in group) for k, group in units.items()}
     order = sorted(units, key=lambda k: -cost[k])  # stable: equal costs keep the collection order
     return [item for k in order for item in units[k]]
 
