@@ -301,7 +301,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 # --------------------------------------------------------------------------- `slow` marks (issue 26)
 #: Session/module fixtures whose one computation takes tens of CPU seconds: every test using one is `slow`.
-SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
+SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital", "chain", "t3", "t4")
 #: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
 SLOW_TESTS = (
     "tests/accounting/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
@@ -327,6 +327,14 @@ SLOW_TESTS = (
     "tests/cli/test_cli_demo.py::test_demo_full_run_writes_report",
     "tests/attribute/test_attribute_apgm_box.py::test_hospital_box_apgm_and_exact_heteroscedastic_guarantee",
     "tests/experiments/test_chen_ohrimenko_figures.py::test_figure4_smoke",
+    # measured > 5 s CPU each (--cpu-durations of `-m "not slow"`, 26 Nov 2026), for make test-fast under 2 minutes
+    "tests/release/test_release_reexports.py::test_python_entry_point_takes_id",
+    "tests/release/test_release_privacy.py::test_fresh_noise_every_run_seeded_runs_flagged",
+    "tests/release/test_release_privacy.py::test_prop_a4_composes_repeated_releases_when_theta_fixes_the_statistic",
+    "tests/release/test_audit.py::test_release_with_audit_section",
+    "tests/release/test_release_units.py::test_many_statistics_report_caps_the_f_theta_panels",
+    "tests/release/test_release_scale.py::test_same_release_on_a_dask_local_cluster",
+    "tests/experiments/test_chen_ohrimenko_cli.py::test_cli_table3_json",
 )
 
 
