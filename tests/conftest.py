@@ -313,7 +313,6 @@ SLOW_TESTS = (
       for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms", "statistics",
                    "peers")),
     # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
-    "tests/release/test_release_selection.py::test_rejected_assumptions_are_corrected_by_theorem_5_7",
     "tests/data/test_data_distributed.py::test_dask_",
     "tests/release/test_release_privacy.py::test_population_release_public_outputs_differ_only_in_the_noisy_values",
     "tests/release/test_audit.py::test_audit_cli_refutes_an_overclaiming_declared_model",
