@@ -301,7 +301,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 # --------------------------------------------------------------------------- `slow` marks (issue 26)
 #: Session/module fixtures whose one computation takes tens of CPU seconds: every test using one is `slow`.
-SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital", "chain", "t3", "t4")
+SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital", "chain", "t3", "t4", "diff_runs",
+                 "first_release")
 #: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
 SLOW_TESTS = (
     "tests/accounting/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
@@ -334,6 +335,19 @@ SLOW_TESTS = (
     "tests/release/test_release_units.py::test_many_statistics_report_caps_the_f_theta_panels",
     "tests/release/test_release_scale.py::test_same_release_on_a_dask_local_cluster",
     "tests/experiments/test_chen_ohrimenko_cli.py::test_cli_table3_json",
+    # measured > 3.5 s CPU each in `make test-fast` (--cpu-durations, 27 Nov 2026 00:49; 329 s CPU before these)
+    "tests/release/test_release_run.py::test_protect_and_the_cli_write_the_same_release",
+    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[expm-laplace-model0-",
+    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[dirm-laplace-model1-",
+    "tests/accounting/test_laplace_delta_budget.py::test_topup_laplace_is_capped_by_the_pure_topup",
+    "tests/experiments/test_attribute_experiment.py::test_school_releases",
+    "tests/release/test_release_range.py::test_population_coverage_warning_from_public_counts",
+    "tests/data/test_data_sample.py::test_inclusion_is_uniform[parquet]",
+    "tests/data/test_data_sample.py::test_inclusion_is_uniform[pandas]",
+    "tests/release/test_release_units.py::test_grams_to_milligrams_changes_only_that_statistics_noise",
+    "tests/core/test_auditing.py::test_honest_mechanisms_refuted_at_most_at_the_nominal_rate",
+    "tests/release/test_release_resample.py::test_joint_law_is_multinomial[1.6]",
+    "tests/local/test_local_tupling_accounting.py::test_theorem3_and_7_never_below_brute_force",
 )
 
 
