@@ -33,17 +33,19 @@ demo: $(STAMP)
 # (issue 12); without Java that test is skipped with its reason.
 test: $(TESTSTAMP) browser
 	@if command -v java >/dev/null 2>&1 || [ -n "$${JAVA_HOME:-}" ]; then $(MAKE) --no-print-directory $(SPARKSTAMP); fi
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/mypy src/distpriv
 	@# two xdist workers on two cores: one BLAS thread each (threaded OpenBLAS spins on a busy machine; issue 26);
 	@# --dist loadgroup keeps the tests of a file with a module-scoped fixture on one worker (tests/conftest.py), so
-	@# the fixture is computed once; src/distpriv: the examples in docstrings (--doctest-modules, pyproject.toml)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup tests src/distpriv
+	@# the fixture is computed once, and hands out the longest work first (tests/cpu_seconds.json);
+	@# src/distpriv: the examples in docstrings (--doctest-modules, pyproject.toml). tests/_timed.py runs the three
+	@# steps and ends with the wall and CPU seconds of them all (pytest's own line above it: the tests' CPU alone).
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python tests/_timed.py $(BIN)/ruff check src tests benchmarks ";;" \
+		$(BIN)/mypy src/distpriv ";;" $(BIN)/python -m pytest -n 2 --dist loadgroup tests src/distpriv
 
 # The inner loop: every test not marked `slow` (goal: under 2 minutes on 2 cores). `make test` runs them all and
 # ends with the suite's total CPU time (tests/conftest.py).
 test-fast: $(TESTSTAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" tests src/distpriv
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python tests/_timed.py $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" \
+		tests src/distpriv
 
 # Headless Chromium for the browser test of report.html (tests/release/test_report_reader.py; issue 23): installed from
 # Debian's `chromium` package when missing and running as root with apt-get; otherwise the test says why it skips.

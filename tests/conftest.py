@@ -8,6 +8,7 @@ import os
 import pickle
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -228,6 +229,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
                      help="list the N tests with the most CPU seconds (setup + call + teardown, subprocesses "
                           "included): unlike --durations, not inflated by other load on the machine")
+    parser.addoption("--write-cpu-seconds", action="store_true", default=False,
+                     help="rewrite tests/cpu_seconds.json (the measured CPU seconds of the tests above 0.5 s, which "
+                          "order the work of `-n 2 --dist loadgroup` in a fresh clone) from this run")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--dist loadgroup`` hands out work units in the order :func:`_longest_first` collected them, not sorted by
+    their number of tests (pytest-xdist's ``--loadscope-reorder``, which put a two-test group with a minute of
+    fixture behind every many-test file)."""
+    if getattr(config.option, "dist", None) == "loadgroup" and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def _cpu_phase(item: pytest.Item):  # noqa: ANN202
@@ -255,7 +267,14 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  #
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "teardown":
         cpu = sum(v for k, v in report.user_properties if k == "cpu_seconds")
-        _TEST_CPU[report.nodeid] = cpu
+        _TEST_CPU[_plain_nodeid(report.nodeid)] = cpu
+
+
+def _plain_nodeid(nodeid: str) -> str:
+    """The node id without the ``@group`` suffix pytest-xdist adds to the tests of an ``xdist_group`` (the groups
+    set here are named after the test's file)."""
+    file = nodeid.split("::", 1)[0]
+    return nodeid[: -len(file) - 1] if nodeid.endswith(f"@{file}") else nodeid
 
 
 _TEST_CPU: dict[str, float] = {}
@@ -273,6 +292,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_sep("=", f"{top} tests with the most CPU seconds (setup + call + teardown)")
         for nodeid, cpu in sorted(_TEST_CPU.items(), key=lambda kv: -kv[1])[:top]:
             terminalreporter.write_line(f"{cpu:8.2f}s cpu  {nodeid}")
+    _store_cpu_seconds(config)
     workers = getattr(config, "_distpriv_worker_cpu", None)
     total = _own_cpu() if workers is None else _cpu_seconds(resource.RUSAGE_SELF) + workers
     where = "" if workers is None else " (controller + xdist workers and their subprocesses)"
@@ -281,7 +301,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 # --------------------------------------------------------------------------- `slow` marks (issue 26)
 #: Session/module fixtures whose one computation takes tens of CPU seconds: every test using one is `slow`.
-SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital")
+SLOW_FIXTURES = ("figure2_small", "tables", "small_outputs", "runs", "hospital", "chain", "t3", "t4", "diff_runs",
+                 "first_release")
 #: Tests measured at tens of CPU seconds each (node id prefixes), marked here so the files stay unchanged.
 SLOW_TESTS = (
     "tests/accounting/test_independent_profile.py::",  # ~28% of the suite's CPU, mostly the library's topup_laplace
@@ -293,12 +314,10 @@ SLOW_TESTS = (
       for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms", "statistics",
                    "peers")),
     # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
-    "tests/release/test_release_selection.py::test_rejected_assumptions_are_corrected_by_theorem_5_7",
     "tests/data/test_data_distributed.py::test_dask_",
     "tests/release/test_release_privacy.py::test_population_release_public_outputs_differ_only_in_the_noisy_values",
     "tests/release/test_audit.py::test_audit_cli_refutes_an_overclaiming_declared_model",
     "tests/release/test_release_scale.py::test_cli_sep_encoding_missing_glob_and_bad_input",
-    "tests/release/test_release_outdir_refusals.py::test_out_current_folder_empty_and_symlinked_parents",
     "tests/docs/test_typing.py::test_user_script_type_checks_and_errors_are_caught",
     "tests/release/test_release.py::test_composition_and_spec_file",
     "tests/release/test_audit.py::test_audit_cli_model_from_data",
@@ -308,6 +327,27 @@ SLOW_TESTS = (
     "tests/cli/test_cli_demo.py::test_demo_full_run_writes_report",
     "tests/attribute/test_attribute_apgm_box.py::test_hospital_box_apgm_and_exact_heteroscedastic_guarantee",
     "tests/experiments/test_chen_ohrimenko_figures.py::test_figure4_smoke",
+    # measured > 5 s CPU each (--cpu-durations of `-m "not slow"`, 26 Nov 2026), for make test-fast under 2 minutes
+    "tests/release/test_release_reexports.py::test_python_entry_point_takes_id",
+    "tests/release/test_release_privacy.py::test_fresh_noise_every_run_seeded_runs_flagged",
+    "tests/release/test_release_privacy.py::test_prop_a4_composes_repeated_releases_when_theta_fixes_the_statistic",
+    "tests/release/test_audit.py::test_release_with_audit_section",
+    "tests/release/test_release_units.py::test_many_statistics_report_caps_the_f_theta_panels",
+    "tests/release/test_release_scale.py::test_same_release_on_a_dask_local_cluster",
+    "tests/experiments/test_chen_ohrimenko_cli.py::test_cli_table3_json",
+    # measured > 3.5 s CPU each in `make test-fast` (--cpu-durations, 27 Nov 2026 00:49; 329 s CPU before these)
+    "tests/release/test_release_run.py::test_protect_and_the_cli_write_the_same_release",
+    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[expm-laplace-model0-",
+    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[dirm-laplace-model1-",
+    "tests/accounting/test_laplace_delta_budget.py::test_topup_laplace_is_capped_by_the_pure_topup",
+    "tests/experiments/test_attribute_experiment.py::test_school_releases",
+    "tests/release/test_release_range.py::test_population_coverage_warning_from_public_counts",
+    "tests/data/test_data_sample.py::test_inclusion_is_uniform[parquet]",
+    "tests/data/test_data_sample.py::test_inclusion_is_uniform[pandas]",
+    "tests/release/test_release_units.py::test_grams_to_milligrams_changes_only_that_statistics_noise",
+    "tests/core/test_auditing.py::test_honest_mechanisms_refuted_at_most_at_the_nominal_rate",
+    "tests/release/test_release_resample.py::test_joint_law_is_multinomial[1.6]",
+    "tests/local/test_local_tupling_accounting.py::test_theorem3_and_7_never_below_brute_force",
 )
 
 
@@ -342,3 +382,64 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("dist", None) == "loadgroup":
+        items[:] = _longest_first(config, items)
+
+
+# --------------------------------------------------------------------------- balancing the two workers (issue 26)
+#: Measured CPU seconds of the tests above ~0.5 s (``pytest --cpu-durations``; regenerate with
+#: ``--write-cpu-seconds``): the order in which ``--dist loadgroup`` hands out its work units in a fresh clone.
+CPU_SECONDS_FILE = Path(__file__).with_name("cpu_seconds.json")
+#: What a test missing from the table is assumed to cost: marked `slow` (more than ~5 s, or sharing such a fixture)
+#: or not.
+DEFAULT_CPU_SECONDS = {True: 8.0, False: 0.1}
+
+
+def _known_cpu_seconds(config: pytest.Config) -> dict[str, float]:
+    """Per-test CPU seconds: the committed table, overlaid with the last run's measurements in the pytest cache."""
+    import json
+
+    known: dict[str, float] = {}
+    if CPU_SECONDS_FILE.is_file():
+        known.update(json.loads(CPU_SECONDS_FILE.read_text(encoding="utf-8")))
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        known.update(cache.get("distpriv/cpu_seconds", {}))
+    return known
+
+
+def _longest_first(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The work units of ``--dist loadgroup`` (an ``xdist_group``, else one test) in decreasing measured CPU time,
+    the tests of a group in their file order.
+
+    The wall time of ``pytest -n 2`` is that of the busier worker. xdist hands out the units in collection order
+    (``pytest_configure`` turns off its reordering by test count): longest-processing-time first, each unit going to
+    the worker that becomes free, so the last units to run are the short ones and the two workers end within about
+    one short unit of each other, instead of a 60 s group starting when the other worker is almost done."""
+    known = _known_cpu_seconds(config)
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        key = f"@{mark.args[0] if mark.args else mark.kwargs.get('name')}" if mark else item.nodeid
+        units.setdefault(key, []).append(item)
+    def seconds(item: pytest.Item) -> float:
+        return known.get(item.nodeid, DEFAULT_CPU_SECONDS[item.get_closest_marker("slow") is not None])
+
+    cost = {k: sum(seconds(i) for i in group) for k, group in units.items()}
+    order = sorted(units, key=lambda k: -cost[k])  # stable: equal costs keep the collection order
+    return [item for k in order for item in units[k]]
+
+
+def _store_cpu_seconds(config: pytest.Config) -> None:
+    """Keep this run's per-test CPU seconds in the pytest cache (the next run's order of work, _longest_first) and,
+    with ``--write-cpu-seconds``, in tests/cpu_seconds.json (tests above 0.5 s, for fresh clones)."""
+    import json
+
+    if not _TEST_CPU:
+        return
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        cache.set("distpriv/cpu_seconds", {**cache.get("distpriv/cpu_seconds", {}), **_TEST_CPU})
+    if config.getoption("--write-cpu-seconds"):
+        table = {k: round(v, 1) for k, v in sorted(_TEST_CPU.items()) if v >= 0.5}
+        CPU_SECONDS_FILE.write_text(json.dumps(table, indent=0) + "\n", encoding="utf-8")

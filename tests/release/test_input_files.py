@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _cli import run_in_process
 from distpriv import data as dd
 from distpriv.cli.arguments import flag_for, render_error
 from distpriv.data.sources import NA_VALUES, translate_engine_error
@@ -127,7 +128,7 @@ def test_engine_errors_name_file_line_and_option(tmp_path):
 
 
 def test_cli_refusals_one_line_nothing_written(tmp_path):
-    """Subprocesses: the latin-1 population without --encoding; --missing drop without --n (with the kept count
+    """A subprocess, then in-process: the latin-1 population without --encoding; --missing drop without --n (with the kept count
     on a curator: line, never in a file)."""
     data = _write(tmp_path / "d.csv", ROWS)
     pop = _write(tmp_path / "pop.csv", [("Adélie", "3750"), ("Adelie", "3650"), ("Gentoo", "5000")] * 20,
@@ -141,8 +142,9 @@ def test_cli_refusals_one_line_nothing_written(tmp_path):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("distpriv: error: --population: cannot read pop.csv line 2")
     assert "--encoding" in lines[0] and not out.exists() and res.stdout == ""
-    res = subprocess.run([*base, str(data), "--protect", PROTECT, "--population", str(data), "--missing", "drop",
-                          "--out", str(out)], capture_output=True, text=True, timeout=120)
+    # the same entry point in-process (the console script's one line and exit status are checked just above)
+    res = run_in_process([*base[3:], str(data), "--protect", PROTECT, "--population", str(data), "--missing", "drop",
+                          "--out", str(out)], tmp_path)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert lines == ["curator: --missing drop kept 8 of the data's 12 rows (--n 8 declares that count public)",

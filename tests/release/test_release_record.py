@@ -31,7 +31,7 @@ from distpriv.release.ledger_record import compose_record, parse_record
 from distpriv.release.public import CURATOR_PREFIX, MAY_DIFFER
 from distpriv.release.record import check_record_query, parse_bounds
 from test_release import run_all
-from test_release_privacy import table
+from test_release_privacy import _refusals, table
 
 E, D = 1.0, 1e-6
 STATS = ["mean:age", "count:sex=Female"]
@@ -191,7 +191,11 @@ def test_cli_refusals_one_line_exit_2_nothing_written(folder: Path) -> None:
                                                                                  "--record-delta", "1e-6"]
         opts = [o for o in opts if o != "X"] if opts[:1] != ["--record-delta"] else []
         cmds[needle] = [*base, *rec, *opts, "--out", f"never{i}"]
-    for i, (needle, r) in enumerate(run_all(cmds, folder).items()):
+    # one through the console script (its one stderr line and exit status end to end), the rest in-process
+    res = _refusals(cmds, folder, subprocess_case="--record-delta: record-level DP needs both")
+    assert set(res) == set(BAD)
+    for i, needle in enumerate(BAD):
+        r = res[needle]
         assert r.returncode == 2, (needle, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (needle, r.stderr)
