@@ -292,6 +292,7 @@ SLOW_TESTS = (
     *(f"tests/docs/test_docs.py::test_page_code_blocks_run[{page}]"
       for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms", "statistics",
                    "peers")),
+    "tests/docs/test_docs.py::test_page_code_blocks_run[both-guarantees]",  # three Adult releases, one with record DP
     # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
     "tests/release/test_release_selection.py::test_rejected_assumptions_are_corrected_by_theorem_5_7",
     "tests/data/test_data_distributed.py::test_dask_",
