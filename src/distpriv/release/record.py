@@ -547,15 +547,7 @@ def _solve_set(base: NDArray[np.float64] | None, verts: NDArray[np.float64], mu_
         block = cp.bmat([[s + x, col], [col.T, np.array([[(d_star * (1 - MARGIN)) ** 2]])]])
         cons.append(0.5 * (block + block.T) >> 0)
     prob = cp.Problem(cp.Minimize(cp.trace(x)), cons)
-    # SCS first (first-order: ~25x less CPU than Clarabel's interior point on dozens of m×m cones); its tolerance
-    # costs only optimality, never a claim: the result is padded to μ* on every vertex (_pad) and the joint
-    # program's distribution-privacy claim is certified by the exact profile afterwards
-    try:
-        prob.solve(solver=cp.SCS, eps=1e-8, max_iters=50_000)
-    except cp.error.SolverError:
-        pass
-    if x.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
-        prob.solve(solver=cp.CLARABEL)
+    prob.solve(solver=cp.CLARABEL)
     if x.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
         raise InvalidParameterError(f"the record-DP semidefinite program was not solved (status {prob.status!r})",
                                     argument="record_epsilon")
