@@ -494,6 +494,12 @@ def _quad_forms(cov: NDArray[np.float64], verts: NDArray[np.float64]) -> NDArray
 
 
 #: Vertices in the first active set of :func:`_solve` (per coordinate), and added per round at most.
+#: The programs (the joint SDP and each Gaussian candidate's least-trace addition) are solved for at most this many
+#: noise coordinates. Beyond it one interior-point solve takes about a minute of CPU (Clarabel, 18 coordinates:
+#: Adult's education histogram with two more statistics); the certified closed-form options (each candidate plus
+#: the least multiple of the record-only noise, and the Laplace candidates with Gaussian noise in their basis) are
+#: used instead, and the claim's ``candidates_trace`` says that the programs were not solved.
+MAX_PROGRAM_DIM = 10
 ACTIVE_PER_DIM = 2
 MAX_ROUNDS = 25
 
@@ -759,6 +765,10 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     joint_floor = math.sqrt(2.0 / math.pi * float(np.trace(dp_cov)) * (1 - 1e-3))
     if options and joint_floor >= min(float(c.expected_l2_error) for c in options.values()):
         notes["joint"] = "not solved: its error is at least that of an option in hand"
+    elif dp_cov.shape[0] > MAX_PROGRAM_DIM:
+        notes["joint"] = (f"not solved: {dp_cov.shape[0]} noise coordinates exceed the programs' size limit "
+                          f"({MAX_PROGRAM_DIM}); the options listed are certified but may carry more noise than "
+                          "the least")
     elif gaussian_ok or prep.declared is not None:
         try:
             model = prep.modelling.model
@@ -798,6 +808,10 @@ def combine(prep: Any, selection: Any, sens: SensitivitySet, *, epsilon: float, 
     for cand, cov in sorted(gaussian, key=lambda cc: float(cc[0].expected_l2_error)):
         best_err = min((float(c.expected_l2_error) for c in options.values()), default=math.inf)
         if float(cand.expected_l2_error) >= best_err:
+            continue
+        if cov.shape[0] > MAX_PROGRAM_DIM:
+            notes[f"{cand.name} (program)"] = (f"not solved: {cov.shape[0]} noise coordinates exceed the programs' "
+                                               f"size limit ({MAX_PROGRAM_DIM})")
             continue
         try:
             total = _pad(_solve(cov, verts, mu_star, [], 0.0, warm, start=cov + dp_cov), sens, mu_star)
