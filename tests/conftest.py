@@ -313,6 +313,7 @@ SLOW_TESTS = (
     *(f"tests/docs/test_docs.py::test_page_code_blocks_run[{page}]"
       for page in ("tutorial-adult", "publishing", "auditing", "scale", "getting-started", "mechanisms", "statistics",
                    "peers")),
+    "tests/docs/test_docs.py::test_page_code_blocks_run[both-guarantees]",  # three Adult releases, one with record DP
     # measured > 5 s CPU each (pytest --cpu-durations, 26 Nov 2026)
     "tests/data/test_data_distributed.py::test_dask_",
     "tests/release/test_release_privacy.py::test_population_release_public_outputs_differ_only_in_the_noisy_values",

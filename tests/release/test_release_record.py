@@ -349,3 +349,39 @@ def test_gaussian_path_full_rank_and_claim(folder: Path) -> None:
     assert hockey_stick_delta(rec["worst_case_mahalanobis"], E) <= D * (1 + 1e-6)
     g = res.to_json()["guarantee"]
     assert g["epsilon"] <= 1.0 + 1e-9 and g["delta"] <= 1e-3 * (1 + 1e-9)
+
+
+def _declared_model(path: Path) -> Path:
+    """A declared Gaussian f_θ for STATS at θ = 0.3, 0.4 (the curator's model file: no table is read for it)."""
+    cov = [[0.04, 0.0], [0.0, 60.0]]
+    doc = {"statistics": STATS, "theta": {"0.3": {"mean": [40.0, 100.0], "covariance": cov},
+                                           "0.4": {"mean": [40.6, 104.0], "covariance": cov}}}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_declared_model_needs_public_n(folder: Path) -> None:
+    """With ``model=`` the row count is private: record DP without the public ``n`` is refused (the mean's
+    replace-one sensitivity (hi − lo)/n would otherwise publish the private n in ``record_guarantee.sensitivities``);
+    with ``n`` declared the sensitivities are those of the public n. Library and command line (one line, exit 2)."""
+    model = _declared_model(folder / "declared.json")
+    kw = dict(stats=STATS, protect="income=>50K", pairs=[(0.3, 0.4)], epsilon=1.0, delta=1e-3, model=str(model),
+              seed=0, record_epsilon=E, record_delta=D, bounds=BOUNDS)
+    with pytest.raises(InvalidParameterError, match="declared model needs the public number of records") as exc:
+        protect(str(folder / "d40.csv"), **kw)
+    assert exc.value.argument == "n" and "\n" not in str(exc.value)
+    with pytest.raises(InvalidParameterError, match="is not the data's row count") as exc:
+        protect(str(folder / "d40.csv"), **kw, n=299)  # the claim covers datasets of the public n only
+    assert exc.value.argument == "n" and "300" not in str(exc.value)
+    res = protect(str(folder / "d40.csv"), **kw, n=300)
+    lo, hi = BOUNDS["age"]
+    sens = res.to_json()["record_guarantee"]["sensitivities"]
+    assert sens == {"mean:age": pytest.approx((hi - lo) / 300, rel=1e-12), "count:sex=Female": 1.0}
+    args = ["release", "d40.csv", "--stat", STATS[0], "--stat", STATS[1], "--protect", "income=>50K", "--pairs",
+            "0.3,0.4", "--epsilon", "1", "--delta", "1e-3", "--model", model.name, "--record-epsilon", "1",
+            "--record-delta", "1e-6", "--bounds", "age=20:60", "--out", "never_model"]
+    r = run_all({"cli": args}, folder)["cli"]
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("distpriv: error: --n: record-level DP with a declared model needs"), lines
+    assert r.stdout == "" and not (folder / "never_model").exists()

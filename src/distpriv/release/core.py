@@ -413,6 +413,9 @@ def prepare(spec: ReleaseSpec, data: Any = None) -> Prepared:
                                             f"records: declare it with {arg('n')}",
                                             argument="n")
             n = int(spec.n)
+            if n != table.kept:  # the claim covers datasets of the public n only
+                raise InvalidParameterError("record-level DP with a declared model: the public number of records "
+                                            "is not the data's row count", argument="n")
         n_rec = n if n is not None else table.kept
         rec = (sensitivity_set(query, spec.bounds, n_rec) if layout is None
                else layout_sensitivity_set(layout, spec.bounds, n_rec))

@@ -230,7 +230,8 @@ class ReleaseSpec:
         if len(sources) > 1:
             raise InvalidParameterError(f"give only one of {arg('population')}, {arg('model')} and {arg('model_from_data')}",
                                         argument=sources[1])
-        if self.model is not None and self.n is not None:
+        if self.model is not None and self.n is not None and self.record_epsilon is None:
+            # with record DP the public n gives the replace-one sensitivities of means and proportions
             raise InvalidParameterError(f"not used with {arg('model')} (the declared model fixes f_θ)", argument="n")
         if self.missing not in ("error", "drop"):
             raise UnknownLabelError(f"expected 'error' or 'drop', got {self.missing!r}", argument="missing")
