@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from distpriv.calibration import gaussian_max_distance
     from distpriv.mechanisms.base import Mechanism
+    from distpriv.noise import NoiseLaw
     from distpriv.release.record import least_record_noise, max_mahalanobis, record_delta
     from distpriv.release.selection import expected_l2
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.process_time()
         dp_cov = least_record_noise(sens, mu_star)
         cpu_dp = time.process_time() - t
-        dp_mech = Mechanism("dp-gauss", "DP (G), least trace", m, "gaussian", both.guarantee, covariance=dp_cov)
+        dp_mech = Mechanism("dp-gauss", "DP (G), least trace", m, NoiseLaw.gaussian(dp_cov), both.guarantee)
         err_dp = expected_l2(dp_mech)
         err_both = float(both.chosen.expected_l2_error)
         rec = both.to_json()["record_guarantee"]
