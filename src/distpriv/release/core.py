@@ -445,6 +445,10 @@ def select(prep: Prepared) -> Selection:
         prep.modelling.model, list(spec.pairs), epsilon=spec.epsilon, delta=spec.delta,
         calibration=spec.calibration, sensitivities=prep.sensitivities, n=prep.modelling.n,
         mechanism=spec.mechanism, rng=prep.stream(_STREAM_SELECT), diagnostics=diag,
+        # with record DP every candidate is combined with the record noise (record.combine): a candidate that
+        # loses on distribution-privacy error alone can still give the least error meeting both guarantees,
+        # so the ranking (issue 26) that skips such candidates is off
+        rank=spec.record_epsilon is None,
     )
     if spec.record_epsilon is not None and spec.record_delta is not None:
         from .record import combine
