@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from test_local_tupling_nonuniform import issue_case as nonuniform_case
 
 from distpriv import divergences as dv
 from distpriv import local
@@ -22,13 +23,8 @@ SEEDS = range(40)
 
 
 def issue_case(seed: int):
-    rng = np.random.default_rng(1000 + seed)
-    m = int(rng.integers(3, 6))
-    k = int(rng.integers(1, 4))
-    a = rng.dirichlet(np.ones(m) * 0.6, size=3)
-    nu = np.maximum(rng.dirichlet(np.ones(m) * 0.5), 1e-6)
-    nu /= nu.sum()
-    return local.Tupling(local.Mechanism(a), k=k, dummy=nu), rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
+    """The issue's sweep (:func:`test_local_tupling_nonuniform.issue_case`) at seeds 1000 + seed."""
+    return nonuniform_case(1000 + seed)
 
 
 @pytest.fixture(scope="module")

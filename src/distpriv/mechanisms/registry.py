@@ -117,16 +117,7 @@ def calibrate(
     """
     if isinstance(name, str) and name in PEERS:
         return _calibrate_peer(name, model, pairs, epsilon, delta, calibration, options)
-    key = check_choice(name, "name", MECHANISMS)
-    builder, meta = _BUILDERS[key], METADATA[key]
-    allowed = options_of(key)
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise InvalidParameterError(
-            f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(allowed) or 'none'}"
-        )
-    inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
-    mech = builder(inp, **options)
+    key, mech, inp = _build(name, model, pairs, epsilon, delta, calibration, options)
     from . import empirical  # the samples' law of an EmpiricalModel (issue 27)
 
     if empirical.applies(key, inp):
@@ -155,15 +146,22 @@ def papers_noise(
     on E||Z||₂ of this law bounds the calibrated mechanism's too (release selection's ranking, issue 26).
     Costs the closed-form calibration only (no privacy profile).
     """
+    return _build(name, model, pairs, epsilon, delta, calibration, options)[1].noise
+
+
+def _build(name: str, model: QueryModel, pairs: Iterable[Sequence[Hashable]] | None, epsilon: float,
+           delta: float | None, calibration: str, options: dict[str, Any]) -> tuple[str, Mechanism, Any]:
+    """(key, the builder's mechanism, the validated inputs): name and options checked, the papers' formula applied."""
     key = check_choice(name, "name", MECHANISMS)
     builder, meta = _BUILDERS[key], METADATA[key]
-    unknown = sorted(set(options) - set(options_of(key)))
+    allowed = options_of(key)
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise InvalidParameterError(
-            f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(options_of(key)) or 'none'}"
+            f"{unknown[0]}: not an option of mechanism {key!r}; allowed options are {list(allowed) or 'none'}"
         )
     inp = validate_inputs(model, pairs, epsilon, delta, calibration, need_delta=meta.needs_delta, need_pairs=meta.needs_pairs)
-    return builder(inp, **options).noise
+    return key, builder(inp, **options), inp
 
 
 def _calibrate_peer(name: str, model: QueryModel, pairs: Iterable[Sequence[Hashable]] | None, epsilon: float,
