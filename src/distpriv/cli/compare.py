@@ -14,6 +14,9 @@ def compare(
     epsilons: str | None = typer.Option(None, "--epsilons", help="comma-separated ε values (default 0.2,1,5)."),
     audit: bool = typer.Option(True, "--audit/--no-audit", help="audit every row (the slowest column)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same numbers)."),
+    cache: bool = typer.Option(True, "--cache/--no-cache",
+                               help="memoise the calibrated mechanisms in $XDG_CACHE_HOME/distpriv/compare (keyed on "
+                                    "the code and every input; the rows do not change)."),
     fmt: str = typer.Option("md", "--format", help="json or md."),
     out: Path | None = typer.Option(None, "--out", help="Directory for compare.json, compare.md and compare.png."),
 ) -> None:
@@ -28,8 +31,10 @@ def compare(
         return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
     eps = parse_positive_list(epsilons, "--epsilons") or EPSILONS
+    from ..experiments.compare_cache import default_folder
+
     res = cmp.run(quick=quick, seed=seed, properties=names(properties), epsilons=eps, mechanisms=names(mechanisms),
-                  audit=audit, out=out, show_progress=True)
+                  audit=audit, out=out, show_progress=True, cache=default_folder() if cache else None)
     typer.echo(dumps(res) if fmt == "json" else cmp.to_markdown(res))
 
 

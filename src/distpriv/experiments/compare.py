@@ -115,15 +115,20 @@ def run(
     audit: bool = True,
     out: str | Path | None = None,
     show_progress: bool = False,
+    cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Compute the comparison (module docstring).
 
     ``quick``: income only (unless ``properties`` is given), fewer datasets, attack repetitions and
     audit trials. ``mechanisms``: registry names of :data:`MECHANISMS` to run (default all);
-    ``audit=False`` skips the audit column (the slowest).
+    ``audit=False`` skips the audit column. ``cache``: a folder memoising the calibrated mechanisms
+    across runs (:mod:`.compare_cache`: keyed on the code and every input, so a hit is the very
+    mechanism a fresh calibration gives; the CLI uses ``$XDG_CACHE_HOME/distpriv/compare``);
+    ``None`` (the default) calibrates everything afresh. The rows do not depend on it.
     """
     from ..attacks import MetaClassifierAttack, likelihood_ratio_attack, sample_attack_data
     from ..auditing import audit as run_audit
+    from . import compare_cache
     from .chen_ohrimenko.context import get_context
 
     seed = check_int(seed, "seed", minimum=0)
@@ -144,6 +149,8 @@ def run(
     pair = pair_for(DELTA_P)
     rows: list[dict[str, Any]] = []
     notes: set[str] = set()
+    folder = None if cache is None else Path(cache)
+    hits = 0
     total = len(props) * len(epsilons) * len(selected)
     with progress("compare", total, enabled=show_progress) as advance:
         for prop in props:
@@ -163,8 +170,12 @@ def run(
                 for name, label, on in selected:
                     key = (prop, name, float(eps))
                     row: dict[str, Any] = {"property": prop, "mechanism": label, "epsilon": float(eps)}
+                    model = emp if on == "samples" else gm
                     try:
-                        mech, warned = _calibrate(name, emp if on == "samples" else gm, pair, float(eps), delta)
+                        cal_key = compare_cache.calibration_key(name, model, pair, float(eps), delta)
+                        (mech, warned), hit = compare_cache.cached(
+                            folder, cal_key, lambda: _calibrate(name, model, pair, float(eps), delta))  # noqa: B023
+                        hits += hit
                     except DistPrivError as exc:  # a refusal is a result: the mechanism proves nothing here
                         rows.append({**row, "claimed_delta": None, "refused": str(exc)})
                         notes.add(f"{label} refused on {prop}: {exc}")
@@ -173,15 +184,25 @@ def run(
                     notes.update(f"{label} ({prop}, ε = {eps:g}): {w}" for w in warned)
                     y = mech.release_batch(x, _rng(seed, "compare-noise", *key))
                     row["claimed_delta"] = float(mech.guarantee.delta)
-                    row["exact_delta"] = _exact_delta(mech, gm, pair, float(eps)) if on == "samples" else None
+                    gm_bytes = compare_cache.model_fingerprint(gm, pair)
+                    if on == "samples":
+                        row["exact_delta"], hit = compare_cache.cached(
+                            folder, compare_cache.key("exact-delta", cal_key, gm_bytes),
+                            lambda: _exact_delta(mech, gm, pair, float(eps)))  # noqa: B023
+                        hits += hit
+                    else:
+                        row["exact_delta"] = None
                     row["l2_error"] = float(np.linalg.norm(y - x, axis=1).mean())
                     row["expected_l2_error"] = float(mech.expected_l2_error)
                     row["meta_classifier_accuracy"] = attack.evaluate(data, mech, _rng(seed, "compare-test", *key)).accuracy
                     row["likelihood_ratio_accuracy"] = likelihood_ratio_attack(
                         data, mech, rng=_rng(seed, "compare-lr", *key)).accuracy
                     if audit:
-                        rep = run_audit(mech, gm, pair, trials=sizes["audit_trials"], confidence=0.95,
-                                        rng=_rng(seed, "compare-audit", *key))
+                        audit_key = compare_cache.key("audit", cal_key, gm_bytes, sizes["audit_trials"], 0.95, seed, key)
+                        rep, hit = compare_cache.cached(folder, audit_key, lambda: run_audit(  # noqa: B023
+                            mech, gm, pair, trials=sizes["audit_trials"], confidence=0.95,  # noqa: B023
+                            rng=_rng(seed, "compare-audit", *key)))  # noqa: B023
+                        hits += hit
                         row["audit_epsilon_lower"] = float(rep.epsilon_lower)
                         row["audit_scorer"] = rep.scorer
                     else:
@@ -207,6 +228,8 @@ def run(
         "notes": sorted(notes),
         "seconds": time.perf_counter() - t0,
     }
+    if folder is not None:
+        res["calibration_cache"] = {"folder": str(folder), "hits": hits}
     folder = prepare_out(out)
     if folder is not None:
         (folder / "compare.json").write_text(dumps(res))
