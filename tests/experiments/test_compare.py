@@ -19,7 +19,10 @@ CHEAP = ["eigm", "ssp-quantizer", "ding-laplace", "kantorovich"]
 @pytest.fixture(scope="module")
 def smoke(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("compare")
-    return compare.run(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, out=out), out
+    cache = tmp_path_factory.mktemp("compare-cache")
+    res = compare.run(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, out=out,
+                      cache=cache)
+    return res, out
 
 
 def test_compare_rows_meet_the_common_guarantee(smoke) -> None:  # noqa: ANN001
@@ -59,3 +62,27 @@ def test_compare_rejects_unknown_names() -> None:
         compare.run(properties=["age"])
     with pytest.raises(InvalidParameterError, match="mechanisms: unknown mechanism"):
         compare.run(mechanisms=["nope"])
+
+
+def test_compare_cache_returns_the_same_rows(smoke) -> None:  # noqa: ANN001
+    """A second run on the smoke run's cache reads every calibration (and Kantorovich's proven δ) back: same rows."""
+    res, _ = smoke
+    folder = res["calibration_cache"]["folder"]
+    assert res["calibration_cache"]["hits"] == 0
+    again = compare.run(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, cache=folder)
+    assert again["calibration_cache"]["hits"] == len(CHEAP) + 1  # four calibrations + Kantorovich's exact δ
+    assert json.dumps(again["rows"], default=str) == json.dumps(res["rows"], default=str)
+
+
+def test_compare_cache_keys_name_every_input() -> None:
+    from distpriv import GaussianModel
+    from distpriv.experiments import compare_cache as cc
+
+    m = GaussianModel(means={0: [0.0], 1: [1.0]}, covariances={0: [[1.0]], 1: [[1.0]]})
+    m2 = GaussianModel(means={0: [0.0], 1: [1.0 + 2**-40]}, covariances={0: [[1.0]], 1: [[1.0]]})
+    base = cc.calibration_key("eigm", m, (0, 1), 1.0, 1e-3)
+    assert base == cc.calibration_key("eigm", m, (0, 1), 1.0, 1e-3)
+    others = {cc.calibration_key("daum", m, (0, 1), 1.0, 1e-3), cc.calibration_key("eigm", m2, (0, 1), 1.0, 1e-3),
+              cc.calibration_key("eigm", m, (1, 0), 1.0, 1e-3), cc.calibration_key("eigm", m, (0, 1), 1.0 + 2**-50, 1e-3),
+              cc.calibration_key("eigm", m, (0, 1), 1.0, 1e-4)}
+    assert base not in others and len(others) == 5

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from .._validation import RngLike, check_array, check_positive
+from .._validation import RngLike, as_rng, check_array, check_positive
 from ..accounting import pld
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
@@ -83,6 +83,42 @@ def ssp_quantile_release(samples: ArrayLike, s: float, level: float) -> NDArray[
     if q == 0.0:
         raise InvalidParameterError("the quantile of the sample is 0; a rescaling cannot move it", argument="samples")
     return x * ((math.floor(q / s) + 0.5) * s / q)
+
+
+def ssp_fraction_distribution(samples: ArrayLike, s: float, target: Any) -> dict[Any, float]:
+    """Lin et al.'s fraction quantizer: the released class distribution (their ``fraction_mechanism`` then samples it).
+
+    The share p of class ``target`` moves to its bin's midpoint p' = (⌊p/s⌋ + 1/2)·s; the other K − 1
+    classes (in order of first appearance) each give up (p' − p)/(K − 1). If that makes a share
+    negative, every share is raised by the deficit m = −min(shares) and the protected class lowered
+    by (K − 1)·m so the total stays 1 (their adjustment). The released dataset is a sample of the
+    original size from this distribution (:func:`ssp_fraction_release`).
+    """
+    x = list(np.asarray(samples).ravel().tolist())
+    s = check_positive(s, "s")
+    classes = list(dict.fromkeys(x))
+    if target not in classes:
+        raise InvalidParameterError(f"{target!r} does not occur in the samples", argument="target")
+    if len(classes) < 2:
+        raise InvalidParameterError("needs at least two classes (the others absorb the shift)", argument="samples")
+    share = np.array([x.count(c) for c in classes], dtype=float) / len(x)
+    k = classes.index(target)
+    new_p = (math.floor(share[k] / s) + 0.5) * s
+    out = share - (new_p - share[k]) / (len(classes) - 1)
+    out[k] = new_p
+    deficit = min(float(out.min()), 0.0)
+    out -= deficit
+    out[k] = new_p + deficit * (len(classes) - 1)
+    return dict(zip(classes, (float(v) for v in out), strict=True))
+
+
+def ssp_fraction_release(samples: ArrayLike, s: float, target: Any, rng: RngLike = None) -> NDArray[Any]:
+    """A released dataset of the original size drawn from :func:`ssp_fraction_distribution`."""
+    dist = ssp_fraction_distribution(samples, s, target)
+    n = int(np.asarray(samples).size)
+    keys = list(dist)
+    idx = as_rng(rng).choice(len(keys), size=n, p=np.array([dist[c] for c in keys]))
+    return np.asarray([keys[i] for i in idx])
 
 
 # --------------------------------------------------------------------------- bin masses
