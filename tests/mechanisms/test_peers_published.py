@@ -62,9 +62,9 @@ def test_ssp_mean_quantizer_privacy_and_distortion_closed_form() -> None:
     with probability 2τ/s (s >= 2τ; guessing the midpoint is optimal), and the distortion — the Wasserstein-1
     distance between a dataset and its shifted copy, i.e. the shift — is at most s/2. (Lin et al. print this
     trade-off for the quantization mechanism; their paper's text was not available offline to quote the constant,
-    so the check is against the derivation.) 20,000 datasets: the success rate's standard error is <= 0.0036.
+    so the check is against the derivation.) 4,000 datasets: the success rate's standard error is <= 0.008.
     """
-    s, tau, n = 0.5, 0.1, 20_000
+    s, tau, n = 0.5, 0.1, 4_000
     g = np.random.default_rng(7)
     means = g.uniform(0.0, 50.0, n)
     base = g.normal(0.0, 1.0, (n, 30))
@@ -79,7 +79,7 @@ def test_ssp_mean_quantizer_privacy_and_distortion_closed_form() -> None:
         hits += abs(y.mean() - x.mean()) <= tau  # the attacker guesses the released mean
     rate = hits / n
     assert rate == pytest.approx(2 * tau / s, abs=5 * math.sqrt(0.4 * 0.6 / n))
-    assert np.abs(shifts).max() <= s / 2 + 1e-9 and np.abs(shifts).max() >= s / 2 * 0.999
+    assert np.abs(shifts).max() <= s / 2 + 1e-9 and np.abs(shifts).max() >= s / 2 * 0.99
 
 
 # --------------------------------------------------------------------------- Ding (AISTATS 2022): Kantorovich
@@ -141,7 +141,7 @@ def test_ding_gaussian_prior_calibration_in_1d_with_erfinv() -> None:
 def test_ding_monge_map_and_radius_by_monte_carlo() -> None:
     """Multi-dimensional form: T(x) = μ_j + A(x − μ_i) pushes N(μ_i, Σ_i) to N(μ_j, Σ_j) (A Σ_i A = Σ_j, A symmetric
     positive definite: the Gaussian Monge map), and the radius r_δ bounds ||(A − I)G||₁, G ~ N(0, Σ_i), except with
-    probability <= δ — checked by 200,000 draws (binomial tolerance), independently of the radius' proof."""
+    probability <= δ — checked by 50,000 draws (binomial tolerance), independently of the radius' proof."""
     cov_i = np.array([[1.0, 0.3], [0.3, 2.0]])
     cov_j = np.array([[1.6, -0.2], [-0.2, 1.1]])
     a = ding.monge_matrix(cov_i, cov_j)
@@ -151,7 +151,7 @@ def test_ding_monge_map_and_radius_by_monte_carlo() -> None:
     delta = 0.01
     shift, r, _ = ding.ding_radius(np.zeros(2), cov_i, np.array([0.5, -0.5]), cov_j, delta)
     assert shift == pytest.approx(1.0)
-    n = 200_000
+    n = 50_000
     gsamp = np.random.default_rng(11).multivariate_normal(np.zeros(2), cov_i, size=n)
     exceed = float(np.mean(np.abs(gsamp @ (a - np.eye(2)).T).sum(axis=1) > r))
     assert exceed <= delta + 5 * math.sqrt(delta * (1 - delta) / n)
