@@ -86,3 +86,22 @@ def test_compare_cache_keys_name_every_input() -> None:
               cc.calibration_key("eigm", m, (1, 0), 1.0, 1e-3), cc.calibration_key("eigm", m, (0, 1), 1.0 + 2**-50, 1e-3),
               cc.calibration_key("eigm", m, (0, 1), 1.0, 1e-4)}
     assert base not in others and len(others) == 5
+
+
+def test_compare_cache_reads_back_and_prunes_old_code_versions(tmp_path) -> None:  # noqa: ANN001
+    import os
+
+    from distpriv.experiments import compare_cache as cc
+
+    for i, name in enumerate(("a" * 16, "b" * 16, "c" * 16)):  # three older code versions, "c" the most recent
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000.0 + i, 1000.0 + i))
+    calls = []
+    digest = cc.key("test", 1.5)
+    first, hit = cc.cached(tmp_path, digest, lambda: calls.append(1) or {"x": [1.0, 2.0]})
+    again, hit2 = cc.cached(tmp_path, digest, lambda: calls.append(1) or {"x": [0.0]})
+    assert (first, hit, again, hit2, len(calls)) == ({"x": [1.0, 2.0]}, False, {"x": [1.0, 2.0]}, True, 1)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(["c" * 16, cc.code_fingerprint()[:16]])  # the newest older version is kept
+    (tmp_path / cc.code_fingerprint()[:16] / f"{digest}.pkl").write_bytes(b"not a pickle")
+    assert cc.cached(tmp_path, digest, lambda: 7) == (7, False)  # an unreadable entry is recomputed

@@ -15,7 +15,8 @@ proven δ of a claim made on another law. Any change of the code or of an input
 gives another key (the entry is never consulted); a hit returns the very mechanism a fresh
 calibration returns, noise, guarantee, notes and all (pickled by Python's :mod:`pickle`: the cache
 lives in the user's own cache directory, ``$XDG_CACHE_HOME/distpriv/compare``, read with the same
-trust as the installed package). An unreadable entry is recomputed and overwritten.
+trust as the installed package). An unreadable entry is recomputed and overwritten. Entries live in one
+subfolder per code version; a new version deletes all but the most recent older one.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def cached(folder: Path | None, digest: str, compute: Callable[[], Any]) -> tupl
     """
     if folder is None:
         return compute(), False
-    path = folder / f"{digest}.pkl"
+    here = folder / code_fingerprint()[:16]
+    path = here / f"{digest}.pkl"
     if path.is_file():
         try:
             with path.open("rb") as fh:
@@ -98,12 +100,28 @@ def cached(folder: Path | None, digest: str, compute: Callable[[], Any]) -> tupl
         except Exception:  # noqa: BLE001 - a truncated or foreign entry is recomputed, never trusted
             pass
     value = compute()
-    folder.mkdir(parents=True, exist_ok=True)
+    if not here.is_dir():
+        here.mkdir(parents=True, exist_ok=True)
+        _prune(folder, keep=here)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent writers never share a partial file
     with tmp.open("wb") as fh:
         pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(path)
     return value, False
+
+
+#: Code versions whose entries are kept (the current one and the most recently used others).
+KEEP_VERSIONS = 2
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Delete the entries of all but the :data:`KEEP_VERSIONS` most recently modified code versions (bounded disk)."""
+    import shutil
+
+    others = sorted((p for p in folder.iterdir() if p.is_dir() and p != keep and len(p.name) == 16),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in others[KEEP_VERSIONS - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def default_folder() -> Path:
