@@ -124,7 +124,10 @@ def test_kantorovich_theorem_at_stated_parameters() -> None:
 
 # --------------------------------------------------------------------------- Ding (arXiv 2401.12391): Gaussian priors
 def test_ding_gaussian_prior_calibration_in_1d_with_erfinv() -> None:
-    """1-D statement of arXiv 2401.12391: b = (|μ_i − μ_j| + |σ_i − σ_j|·√2·erfinv(1 − δ))/ε over both orders.
+    """1-D form of arXiv 2401.12391 as we read it: b = (|μ_i − μ_j| + |σ_i − σ_j|·√2·erfinv(1 − δ))/ε over both orders.
+
+    (Its abstract: Laplace noise "calibrated to the differences in mean and variance" of the Gaussians of each
+    secret pair, by Monge's plan; the printed theorem was not available offline, so the constant is derived here.)
 
     The Monge map between N(μ_i, σ_i²) and N(μ_j, σ_j²) moves x by Δμ + (σ_j/σ_i − 1)(x − μ_i) ~ N(Δμ, (σ_j − σ_i)²);
     the |σ_i − σ_j| term bounds its random part except with probability δ (√2·erfinv(1 − δ) = z_{1−δ/2}).
