@@ -105,3 +105,23 @@ def test_compare_cache_reads_back_and_prunes_old_code_versions(tmp_path) -> None
     assert left == sorted(["c" * 16, cc.code_fingerprint()[:16]])  # the newest older version is kept
     (tmp_path / cc.code_fingerprint()[:16] / f"{digest}.pkl").write_bytes(b"not a pickle")
     assert cc.cached(tmp_path, digest, lambda: 7) == (7, False)  # an unreadable entry is recomputed
+
+
+def test_compare_cache_prunes_only_its_own_folders(tmp_path) -> None:  # noqa: ANN001
+    """A user's folder beside the cache (16 characters, or 16 hex digits holding other files) is never deleted."""
+    import os
+
+    from distpriv.experiments import compare_cache as cc
+
+    mine = tmp_path / ("d" * 16)
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    other = tmp_path / "notahexname00000"
+    other.mkdir()
+    for i, name in enumerate(("a" * 16, "b" * 16, "c" * 16)):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000.0 + i, 1000.0 + i))
+    cc.cached(tmp_path, cc.key("test", 2.5), lambda: 1)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(["c" * 16, "d" * 16, "notahexname00000", cc.code_fingerprint()[:16]])
+    assert (mine / "notes.txt").read_text() == "keep me"

@@ -118,10 +118,21 @@ def _prune(folder: Path, keep: Path) -> None:
     """Delete the entries of all but the :data:`KEEP_VERSIONS` most recently modified code versions (bounded disk)."""
     import shutil
 
-    others = sorted((p for p in folder.iterdir() if p.is_dir() and p != keep and len(p.name) == 16),
+    others = sorted((p for p in folder.iterdir() if _is_entry_folder(p) and p != keep),
                     key=lambda p: p.stat().st_mtime, reverse=True)
     for old in others[KEEP_VERSIONS - 1:]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _is_entry_folder(path: Path) -> bool:
+    """Whether ``path`` is a cache version folder this module wrote: a real directory (not a
+    symlink) named by 16 hex digits that holds only ``.pkl``/``.tmp`` entries, so pruning never
+    deletes anything else a user keeps in the folder."""
+    if path.is_symlink() or not path.is_dir() or len(path.name) != 16:
+        return False
+    if any(c not in "0123456789abcdef" for c in path.name):
+        return False
+    return all(f.is_file() and not f.is_symlink() and f.suffix in (".pkl", ".tmp") for f in path.iterdir())
 
 
 def default_folder() -> Path:
