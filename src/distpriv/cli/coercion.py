@@ -53,7 +53,10 @@ def _leaf(annotation: Any, info: Any) -> Any:
 
         return to_float
     if annotation is Path and info.path_type is None and not info.allow_dash:
-        from typer._param_types import _coerce_path_result, coerce_cli_path
+        try:
+            from typer._param_types import _coerce_path_result, coerce_cli_path
+        except ImportError:  # pragma: no cover - another typer version: its own converter
+            return None
 
         def to_path(v: Any, p: Any, c: Any) -> Any:
             if type(v) is str:  # typer: Path(v) via pydantic, then the checks (they read only str(rv))
@@ -108,7 +111,10 @@ def _fast_class() -> Any:
         descriptor: Any
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            out = self.convert(value, param, ctx)
+            try:
+                out = self.convert(value, param, ctx)
+            except (TypeError, AttributeError):  # pragma: no cover - another typer version's helpers: typer decides
+                out = _NO
             if out is _NO:
                 return build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
             return out
