@@ -14,6 +14,10 @@ Data: the first 1,000 rows of UCI Adult released, the next 2,000 the ``--populat
 Each child's user + system CPU time comes from ``os.wait4``; the commands are interleaved, the medians of
 ``--reps`` runs and their ratio are printed. Nothing is asserted.
 
+``--imports`` also runs the release once under ``python -X importtime`` and lists the packages it imports
+with their cumulative import time (wall milliseconds as ``-X importtime`` reports them, itself inflated by the
+tracing: for orientation, not for the ratio).
+
 Bytecode: the children run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their
 environment) after one untimed warm-up run of each command, as an installed package runs (pip compiles the
 ``.pyc`` files at install time). With ``--no-bytecode-cache`` the inherited environment is kept: with
@@ -39,6 +43,10 @@ except ImportError:  # run from a checkout without installing
 
 from distpriv.datasets.adult import load_adult  # noqa: E402
 
+#: Packages listed on their own by ``--imports`` (a leading underscore is dropped: ``_duckdb`` is duckdb's).
+_PACKAGES = ("numpy", "scipy", "duckdb", "narwhals", "typer", "pydantic", "pydantic_core", "annotated_types", "mpmath",
+             "pandas", "pyarrow", "distpriv")
+
 FLOOR = """
 import numpy, duckdb
 con = duckdb.connect()
@@ -57,11 +65,27 @@ def _cpu(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     return float(usage.ru_utime + usage.ru_stime)
 
 
+def _import_costs(cmd: list[str], cwd: Path, env: dict[str, str] | None) -> list[tuple[str, float]]:
+    """(package, ms) of the imports a run of ``cmd`` makes, from ``-X importtime``, largest first: the self times
+    of a package's modules summed (so the packages partition the import time; Python's own modules: ``stdlib``)."""
+    res = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=cwd, env=env, capture_output=True, text=True)
+    totals: dict[str, float] = {}
+    for line in res.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            own, _, name = line.split(":", 1)[1].split("|")
+            root = name.strip().split(".")[0].lstrip("_")
+            root = root if root in _PACKAGES else "stdlib"
+            totals[root] = totals.get(root, 0.0) + int(own) / 1000
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="keep the inherited environment (PYTHONDONTWRITEBYTECODE) and skip the warm-up runs")
+    parser.add_argument("--imports", action="store_true",
+                        help="also list the release's imports by package (python -X importtime, one run)")
     args = parser.parse_args(argv)
     env = None if args.no_bytecode_cache else {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     work = Path(tempfile.mkdtemp(prefix="bench_floor_"))
@@ -86,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in med.items():
             print(f"{k:8s}: {v:.2f} s CPU (median of {args.reps})")
         print(f"ratio release / floor: {med['release'] / med['floor']:.2f}× (goal <= 3×)")
+        if args.imports:
+            costs = _import_costs(cmds["release"], work, env)
+            print("release imports (ms of self time under -X importtime): "
+                  + ", ".join(f"{name} {ms:.0f}" for name, ms in costs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

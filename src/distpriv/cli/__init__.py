@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> None:
         _show_warnings_once()
         command = typer.main.get_command(app)
         _metavars(command)
+        from .coercion import install
+
+        install(command)  # plain values converted without importing pydantic (issue 26)
         command(args=argv, prog_name="distpriv")
     except DistPrivError as exc:
         from ..release.public import curator_lines

@@ -46,7 +46,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import mpmath
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -126,6 +125,8 @@ def _normal_laplace_cdf(ctx: Any, x: Any, s: float, c: float) -> Any:
 def _precision(scales: Sequence[float]) -> int:
     if len(scales) <= 1:
         return 96
+    import mpmath  # lazy (issue 26): the closed-form quantiles need none
+
     ctx = mpmath.MPContext()
     ctx.prec = 64
     total = sum(abs(w) for w in _weights(ctx, scales))
@@ -145,6 +146,8 @@ def noise_cdf(x: float, gaussian: float, laplace: Sequence[float], *, prec: int 
 
 
 def _cdf(x: float, s: float, cs: Sequence[float], prec: int) -> Any:
+    import mpmath  # lazy (issue 26)
+
     ctx = mpmath.MPContext()
     ctx.prec = prec
     xm = ctx.mpf(x)
@@ -174,6 +177,8 @@ def _noise_quantile(p: float, gaussian: float, laplace: tuple[float, ...]) -> fl
     if not cs:
         if s <= 0:
             return 0.0
+        import mpmath  # lazy (issue 26): the closed forms below need none
+
         ctx = mpmath.MPContext()
         ctx.prec = 96
         q = s * float(ctx.sqrt(2) * ctx.erfinv(2 * ctx.mpf(p) - 1))
@@ -181,6 +186,8 @@ def _noise_quantile(p: float, gaussian: float, laplace: tuple[float, ...]) -> fl
     if s == 0 and len(cs) == 1:
         return -cs[0] * math.log(2.0 * (1.0 - p)) * (1 + 2.0**-45)
     prec = _precision(cs)
+    import mpmath
+
     ctx = mpmath.MPContext()
     ctx.prec = 64
     err = float(sum(abs(w) for w in _weights(ctx, cs))) * 2.0 ** (24 - prec)

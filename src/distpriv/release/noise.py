@@ -57,8 +57,9 @@ _NEGLIGIBLE = 1e-9
 SAMPLER_ASSUMPTION: str = Assumption(
     "the noise is drawn exactly from the ideal law rounded to the grid (inverse-CDF sampling of the discrete law "
     f"with mpmath at >= {START_PRECISION}-bit precision; mpmath's erfc/exp assumed accurate to 2^(8 − p) at working "
-    "precision p, the operating system's entropy assumed uniform); the published values are a post-processing of the "
-    "ideal continuous mechanism",
+    "precision p, and, for the comparisons decided first in double precision (2^-30 or more from the CDF value), the C "
+    "library's erfc/exp to 2^-31; the operating system's entropy assumed uniform); the published values are a "
+    "post-processing of the ideal continuous mechanism",
     AssumptionCode.SAMPLER,
 )
 

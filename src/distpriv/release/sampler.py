@@ -27,9 +27,23 @@ bits of p. Every decision is then certain (given the margin), so K has exactly
 the law G for every input y: its support is all of ℤ whatever y is, and the
 output K·g lies on the grid gℤ — no input-dependent rounding pattern exists.
 
+Double-precision first (issue 26: a release's start-up cost): before mpmath, each
+comparison is tried with G(k) evaluated in floats (:func:`cdf_float`: the argument
+rounded once, then the C library's ``erfc`` / ``exp``), whose absolute error is at
+most 2^−31 (rounding the argument moves F by < 2^−52, since |t|·F′(t) < 1/4; the
+library functions are accurate to a few units in the last place, 2^−52, so 2^21
+units of slack remain). The float comparison decides only when U's whole interval
+lies 2^−30 or more away from the float value, so U is then at least 2^−31 away from
+G(k), which is far outside mpmath's band of 2^(10−p): whenever the float path
+decides, the mpmath comparison would have decided the same way at that point, and
+the bits drawn, the precision steps and K are exactly those of the mpmath-only
+sampler. Otherwise (probability about 2^−29 per comparison, or when the argument does
+not fit a float) mpmath decides as described above; mpmath is imported only then.
+
 Residual assumptions: ``mpmath``'s ``erfc`` and ``exp`` are accurate to within
 2^(8−p) in absolute value at working precision p + 20 (they are designed to be
-accurate to a few units in the last place), and the bit source is uniform.
+accurate to a few units in the last place), the C library's double-precision
+``erfc`` and ``exp`` to within 2^−31 absolute, and the bit source is uniform.
 """
 
 from __future__ import annotations
@@ -40,12 +54,12 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, Protocol
-
-import mpmath
-from scipy import special
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    import mpmath
 
 Law = Literal["gaussian", "laplace", "none"]
 
@@ -59,6 +73,9 @@ PRECISION_STEP = 64
 GUARD_BITS = 20
 #: The margin is 2^(MARGIN_BITS − p): G(k) is trusted to lie within it of the computed value.
 MARGIN_BITS = 8
+#: The float comparison decides only when U's interval lies 2^−FLOAT_BAND_BITS or more from the float G(k).
+FLOAT_BAND_BITS = 30
+_SQRT1_2 = math.sqrt(0.5)
 
 
 class BitSource(Protocol):
@@ -100,7 +117,38 @@ def bit_source(seed: int | None) -> BitSource:
 
 
 def _context() -> mpmath.ctx_mp.MPContext:
+    import mpmath  # lazy (issue 26): only the rare comparisons the float path leaves undecided need it
+
     return mpmath.MPContext()
+
+
+class _LazyContext:
+    """One mpmath context, created (and mpmath imported) on first use."""
+
+    def __init__(self, ctx: mpmath.ctx_mp.MPContext | None = None) -> None:
+        self._ctx = ctx
+
+    def get(self) -> mpmath.ctx_mp.MPContext:
+        if self._ctx is None:
+            self._ctx = _context()
+        return self._ctx
+
+
+def cdf_float(law: Law, t: Fraction) -> float | None:
+    """F(t) in double precision, within 2^−31 of the exact F(t) (module docstring); ``None`` when t overflows a float.
+
+    Normal: F(t) = erfc(−t/√2)/2. Laplace: F(t) = e^t/2 for t < 0, 1 − e^(−t)/2 otherwise. ``t`` is rounded once
+    (CPython's integer true division is correctly rounded).
+    """
+    try:
+        x = t.numerator / t.denominator
+    except OverflowError:
+        return None
+    if law == "gaussian":
+        return 0.5 * math.erfc(-x * _SQRT1_2)
+    if law == "laplace":
+        return 0.5 * math.exp(x) if x < 0 else 1.0 - 0.5 * math.exp(-x)
+    return None  # pragma: no cover - guarded by the callers
 
 
 def cdf_floor(ctx: mpmath.ctx_mp.MPContext, law: Law, t: Fraction, p: int) -> int:
@@ -146,13 +194,32 @@ class _Uniform:
             return 1
         return 0
 
+    def compare_float(self, g: float | None) -> int:
+        """−1 if surely U <= G, +1 if surely U > G, 0 if undecided, given |G − g| <= 2^−(FLOAT_BAND_BITS + 1).
+
+        Decides only when U's interval [a/2^b, (a + 1)/2^b) lies outside [g − 2^−B, g + 2^−B] (B = FLOAT_BAND_BITS),
+        in exact integer arithmetic (everything times 2^b·den·2^B, g = num/den exactly).
+        """
+        if g is None:
+            return 0
+        num, den = g.as_integer_ratio()
+        centre = num << (self.b + FLOAT_BAND_BITS)
+        half = den << self.b
+        if ((self.a + 1) * den) << FLOAT_BAND_BITS <= centre - half:
+            return -1
+        if (self.a * den) << FLOAT_BAND_BITS >= centre + half:
+            return 1
+        return 0
+
 
 def _initial_guess(u: float, y: Fraction, grid: Fraction, law: Law, scale: Fraction) -> int:
     """A float estimate of the inverse CDF at u (only a starting point: the search below corrects it)."""
     if law == "gaussian":
+        from scipy import special  # lazy (issue 26)
+
         z = float(special.ndtri(u))
     else:
-        z = math.log(2.0 * u) if u < 0.5 else -math.log(2.0 * (1.0 - u))
+        z = math.log(2.0 * u) if u < 0.5 else (-math.log(2.0 * (1.0 - u)) if u < 1.0 else math.inf)
     try:
         k = (float(y) + z * float(scale)) / float(grid) + 0.5
         if math.isfinite(k):
@@ -176,6 +243,12 @@ def sample_rounded(
     ``law="none"`` (or ``scale == 0``) is the deterministic rounding ⌊y/g + ½⌋. ``y``, ``grid`` and
     ``scale`` are used as exact rationals (a float is its exact binary value).
     """
+    return _sample(y, grid, law, scale, source, _LazyContext(ctx))
+
+
+def _sample(y: Fraction | float, grid: Fraction | float, law: Law, scale: Fraction | float, source: BitSource,
+            lazy: _LazyContext) -> int:
+    """:func:`sample_rounded` with a shared, lazily created mpmath context."""
     yq, gq, sq = Fraction(y), Fraction(grid), Fraction(scale)
     if gq <= 0:
         raise InvalidParameterError(f"grid: must be > 0, got {grid}")
@@ -185,23 +258,30 @@ def sample_rounded(
         return math.floor(yq / gq + Fraction(1, 2))
     if law not in ("gaussian", "laplace"):
         raise InvalidParameterError(f"law: expected 'gaussian', 'laplace' or 'none', got {law!r}")
-    c = ctx if ctx is not None else _context()
     u = _Uniform(source, source.bits(START_BITS), START_BITS, START_PRECISION)
     cache: dict[int, tuple[int, int]] = {}
+    floats: dict[int, float | None] = {}
+
+    def arg(k: int) -> Fraction:
+        return ((k + Fraction(1, 2)) * gq - yq) / sq
 
     def g_floor(k: int) -> int:
         hit = cache.get(k)
         if hit is not None and hit[0] == u.p:
             return hit[1]
-        t = ((k + Fraction(1, 2)) * gq - yq) / sq
-        val = cdf_floor(c, law, t, u.p)
+        val = cdf_floor(lazy.get(), law, arg(k), u.p)
         cache[k] = (u.p, val)
         return val
 
+    def g_float(k: int) -> float | None:
+        if k not in floats:
+            floats[k] = cdf_float(law, arg(k))
+        return floats[k]
+
     def below(k: int) -> bool:
-        """True iff U <= G(k), deciding with more bits / precision as needed."""
+        """True iff U <= G(k), deciding with more bits / precision as needed (floats first, module docstring)."""
         while True:
-            r = u.compare(g_floor(k))
+            r = u.compare_float(g_float(k)) or u.compare(g_floor(k))
             if r:
                 return r < 0
             u.refine()
@@ -240,5 +320,5 @@ def sample_rounded_many(
     """:func:`sample_rounded` for each coordinate (independent draws, one mpmath context)."""
     if not (len(ys) == len(laws) == len(scales)):
         raise InvalidParameterError("ys, laws, scales: must have the same length")
-    ctx = _context()
-    return [sample_rounded(y, grid, law, s, source, ctx=ctx) for y, law, s in zip(ys, laws, scales, strict=True)]
+    lazy = _LazyContext()
+    return [_sample(y, grid, law, s, source, lazy) for y, law, s in zip(ys, laws, scales, strict=True)]
