@@ -130,7 +130,7 @@ def test_figure2_paper_settings_moves_only_dirm(tables, stats_):
 
 
 def test_run_records_paper_settings_on_items_without_dirm(tables):
-    results, _ = co.run(figures=(5,), paper_settings=True)
+    results, _ = co.run_chen_ohrimenko(figures=(5,), paper_settings=True)
     assert results[0]["settings"]["paper_settings"] is True
     assert any("same in both modes" in n for n in results[0]["notes"])
     with pytest.raises(DistPrivError, match="paper_settings"):
@@ -156,7 +156,7 @@ RUNS = 400
 
 @pytest.fixture(scope="module")
 def hospital():
-    return {mode: z.run(seed=0, runs=RUNS, paper_settings=mode == "paper") for mode in ("corrected", "paper")}
+    return {mode: z.run_zhang_attribute(seed=0, runs=RUNS, paper_settings=mode == "paper") for mode in ("corrected", "paper")}
 
 
 def _rows(result: dict) -> dict[str, dict]:
