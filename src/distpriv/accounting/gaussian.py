@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -373,9 +374,11 @@ def profile_from_reduction(
     m, alpha, beta = (np.ascontiguousarray(x, dtype=float).tobytes() for x in (red.m, red.alpha, red.beta))
     key = (red.status, m, alpha, beta, int(red.rank), float(epsilon), bool(reverse), float(rtol),
            None if target is None else float(target), float(atol))
-    p = _PROFILES.get(key)
+    with _PROFILES_LOCK:
+        p = _PROFILES.get(key)
+        if p is not None:
+            _PROFILES.move_to_end(key)
     if p is not None:
-        _PROFILES.move_to_end(key)
         return replace(p, details=dict(p.details))
     # computed from the key's own arrays (the float64 bit patterns), so a hit and a fresh call agree exactly
     red = Reduction(red.status, np.frombuffer(m), np.frombuffer(alpha), np.frombuffer(beta), int(red.rank))
@@ -405,14 +408,16 @@ def profile_from_reduction(
             lo, up, method, det = _profile_coords(coords, epsilon, rtol=float(rtol),
                                                   target=None if target is None else float(target), atol=float(atol))
             p = Profile(epsilon, up, min(lo, up), method, details=det)
-    _PROFILES[key] = p
-    if len(_PROFILES) > MEMO_SIZE:  # bounded: the least recently used is dropped first
-        _PROFILES.popitem(last=False)
+    with _PROFILES_LOCK:
+        _PROFILES[key] = p
+        if len(_PROFILES) > MEMO_SIZE:  # bounded: the least recently used is dropped first
+            _PROFILES.popitem(last=False)
     return replace(p, details=dict(p.details))
 
 
 #: The memo of :func:`profile_from_reduction` (a dict inside the real function, not a wrapper frame): key -> profile.
 _PROFILES: OrderedDict[tuple[object, ...], Profile] = OrderedDict()
+_PROFILES_LOCK = threading.Lock()
 
 
 def marginal_lower_bound(red: Reduction, epsilon: float, *, reverse: bool = False) -> float:
