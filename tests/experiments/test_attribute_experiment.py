@@ -59,7 +59,7 @@ def test_same_seed_same_result() -> None:
 
 def test_cli_json_and_md() -> None:
     app = typer.Typer()
-    cli_z.register(app)
+    cli_z.add_zhang_attribute_commands(app)
 
     @app.callback()
     def _main() -> None:

@@ -83,7 +83,7 @@ def test_coupling_report(small_data, tmp_path: Path) -> None:
 def test_cli_commands(monkeypatch) -> None:
     app = typer.Typer()
     cli_tupling.add_kawamoto_tupling_commands(app)
-    cli_coupling.register(app)
+    cli_coupling.add_kawamoto_coupling_commands(app)
     runner = CliRunner()
     res = runner.invoke(app, ["kawamoto-coupling", "--format", "json", "--sizes", "100", "--repeats", "1",
                               "--users", "300"])

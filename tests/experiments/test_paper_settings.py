@@ -141,7 +141,7 @@ def test_cli_table3_paper_settings_json(tables):
     root = typer.Typer()
     reproduce = typer.Typer()
     root.add_typer(reproduce, name="reproduce")
-    cli_co.register(reproduce)
+    cli_co.add_chen_ohrimenko_commands(reproduce)
     res = CliRunner().invoke(root, ["reproduce", "chen-ohrimenko", "--table", "3", "--paper-settings",
                                     "--format", "json", "--reps", "2"])
     assert res.exit_code == 0, res.output
@@ -245,7 +245,7 @@ def test_hospital_differences_explain_each_number(hospital):
 
 def test_zhang_cli_paper_settings_and_report(tmp_path):
     app = typer.Typer()
-    cli_z.register(app)
+    cli_z.add_zhang_attribute_commands(app)
 
     @app.callback()
     def _main() -> None:
