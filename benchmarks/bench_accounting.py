@@ -117,7 +117,7 @@ def bench_memo() -> dict[str, Any]:
         return [gauss.profile_from_reduction(r, eps, reverse=rev, rtol=1e-2).delta_upper
                 for r in reds for eps in (0.2, 1.0, 5.0) for rev in (False, True)]
 
-    gauss._memo_profile.cache_clear()
+    gauss._PROFILES.clear()
     t_first, a = cpu_time(run, 1)
     t_again, b = cpu_time(run, 1)
     assert a == b
@@ -135,7 +135,7 @@ def bench_noise_only(repeat: int) -> dict[str, Any]:
                              covariances={0: cov, 1: cov + 0.4 * c @ c.T / m})
 
     def calibrate() -> Any:
-        gauss._memo_profile.cache_clear()
+        gauss._PROFILES.clear()
         return dp.calibrate("eigm", model, [(0, 1)], epsilon=5.0, delta=1e-3, calibration="classic")
 
     def inside() -> Any:

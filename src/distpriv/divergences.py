@@ -82,7 +82,7 @@ def hockey_stick(p: ArrayLike, q: ArrayLike, gamma: float) -> float:
     return float(np.maximum(a - g * b, 0.0).sum())
 
 
-def privacy_profile(p: ArrayLike, q: ArrayLike, epsilon: float | ArrayLike) -> float | NDArray[np.float64]:
+def hockey_stick_profile(p: ArrayLike, q: ArrayLike, epsilon: float | ArrayLike) -> float | NDArray[np.float64]:
     """``δ(ε) = E_{e^ε}(p ‖ q)`` for a scalar or an array of ε (any real ε allowed)."""
     a, b = check_pair(p, q)
     eps = np.asarray(epsilon, dtype=float)

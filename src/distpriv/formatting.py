@@ -32,10 +32,11 @@ def check_flag(value: Any, name: str) -> bool:
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples, Paths and non-finite floats for ``json.dumps``."""
+    # map() rather than comprehensions: one frame per level of nesting (a comprehension is a frame of its own)
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return dict(zip(map(str, obj.keys()), map(to_jsonable, obj.values()), strict=True))
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return list(map(to_jsonable, obj))
     if isinstance(obj, np.ndarray):
         return to_jsonable(obj.tolist())
     if isinstance(obj, np.generic):

@@ -46,7 +46,7 @@ def test_hockey_stick_worked_example() -> None:
     # e^ε = 2: max(0, 0.5-0.4) = 0.1
     assert dv.hockey_stick(p, q, 2.0) == pytest.approx(0.1)
     assert dv.hockey_stick(p, q, 1.0) == pytest.approx(dv.total_variation(p, q)) == pytest.approx(0.3)
-    np.testing.assert_allclose(dv.privacy_profile(p, q, [0.0, math.log(2)]), [0.3, 0.1])
+    np.testing.assert_allclose(dv.hockey_stick_profile(p, q, [0.0, math.log(2)]), [0.3, 0.1])
 
 
 def test_max_divergence_closed_form_and_infinite() -> None:

@@ -16,7 +16,7 @@ from distpriv.experiments import zhang_attribute as z
 
 @pytest.fixture(scope="module")
 def result() -> dict:
-    return z.run(seed=0, runs=400, calibration="exact")
+    return z.run_zhang_attribute(seed=0, runs=400, calibration="exact")
 
 
 def test_hospital_rows(result: dict) -> None:
@@ -51,15 +51,15 @@ def test_school_releases(result: dict) -> None:
 
 
 def test_same_seed_same_result() -> None:
-    a = z.run(seed=3, runs=5)
-    b = z.run(seed=3, runs=5)
+    a = z.run_zhang_attribute(seed=3, runs=5)
+    b = z.run_zhang_attribute(seed=3, runs=5)
     assert json.dumps(a, default=str) == json.dumps(b, default=str)
     assert [r["calibration"] for r in a["rows"]] == ["classic"] * 3
 
 
 def test_cli_json_and_md() -> None:
     app = typer.Typer()
-    cli_z.register(app)
+    cli_z.add_zhang_attribute_commands(app)
 
     @app.callback()
     def _main() -> None:

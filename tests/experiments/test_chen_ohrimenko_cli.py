@@ -23,7 +23,7 @@ def runner_app():
     root = typer.Typer()
     reproduce = typer.Typer()
     root.add_typer(reproduce, name="reproduce")
-    cli_co.register(reproduce)
+    cli_co.add_chen_ohrimenko_commands(reproduce)
     return CliRunner(), root
 
 

@@ -141,4 +141,4 @@ def test_function_bad_input():
     with pytest.raises(InvalidParameterError, match="calibration"):
         co.table4(calibration="tight")
     with pytest.raises(InvalidParameterError, match="^table: "):
-        co.run(tables=(5,))
+        co.run_chen_ohrimenko(tables=(5,))

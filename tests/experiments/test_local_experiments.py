@@ -22,7 +22,7 @@ def small_data():
 
 
 def test_tupling_run_small(small_data, tmp_path: Path) -> None:
-    res = kawamoto_tupling.run(
+    res = kawamoto_tupling.run_kawamoto_tupling(
         data=small_data, quick=True, k_values=(1, 10), eps_a_values=(10.0,), radii=(0.02,), asr_eps_a=(10.0,),
         rr_eps=(2.0,), pl_eps=(50.0,), pg_sigma=(0.01,), out=tmp_path, show_progress=False,
     )
@@ -36,7 +36,7 @@ def test_tupling_run_small(small_data, tmp_path: Path) -> None:
     for f in res["figures"]:
         assert Path(f).stat().st_size > 1000
     assert json.loads((tmp_path / "kawamoto_tupling.json").read_text())["study"] == "kawamoto-tupling"
-    assert "Table 2" in kawamoto_tupling.to_markdown(res)
+    assert "Table 2" in kawamoto_tupling.kawamoto_tupling_markdown(res)
     md = (tmp_path / "kawamoto_tupling.md").read_text()
     assert "Table 2" in md and "Timing" in md
     for f in res["figures"]:
@@ -46,7 +46,7 @@ def test_tupling_run_small(small_data, tmp_path: Path) -> None:
     for r in res["fig4"]["rows"]:
         assert r["asr_se"] == pytest.approx((r["asr"] * (1 - r["asr"]) / res["fig4"]["n_users_home"]) ** 0.5)
     with pytest.raises(InvalidParameterError):
-        kawamoto_tupling.run(data=small_data, quick=True, bogus=(1,))
+        kawamoto_tupling.run_kawamoto_tupling(data=small_data, quick=True, bogus=(1,))
 
 
 def test_region_counts_reachable_by_quadrant_splits() -> None:
@@ -65,7 +65,7 @@ def test_paper_region_count_explained() -> None:
 
 
 def test_coupling_run_small(small_data) -> None:
-    res = kawamoto_coupling.run(data=small_data, sizes=(50, 500), repeats=1, show_progress=False)
+    res = kawamoto_coupling.run_kawamoto_coupling(data=small_data, sizes=(50, 500), repeats=1, show_progress=False)
     assert res["fig2"]["expected_loss_nwc"] == pytest.approx(0.3)
     assert res["fig2"]["w1"] == pytest.approx(0.3)
     for row in res["sweep"]["rows"]:
@@ -74,7 +74,7 @@ def test_coupling_run_small(small_data) -> None:
 
 
 def test_coupling_report(small_data, tmp_path: Path) -> None:
-    res = kawamoto_coupling.run(data=small_data, sizes=(50,), repeats=1, show_progress=False, out=tmp_path)
+    res = kawamoto_coupling.run_kawamoto_coupling(data=small_data, sizes=(50,), repeats=1, show_progress=False, out=tmp_path)
     md = (tmp_path / "kawamoto_coupling.md").read_text()
     assert "](kawamoto_coupling_sweep.png)" in md and "Fig. 2" in md and "Timing" in md
     assert [Path(f).name for f in res["figures"]] == ["kawamoto_coupling_sweep.png"]
@@ -82,8 +82,8 @@ def test_coupling_report(small_data, tmp_path: Path) -> None:
 
 def test_cli_commands(monkeypatch) -> None:
     app = typer.Typer()
-    cli_tupling.register(app)
-    cli_coupling.register(app)
+    cli_tupling.add_kawamoto_tupling_commands(app)
+    cli_coupling.add_kawamoto_coupling_commands(app)
     runner = CliRunner()
     res = runner.invoke(app, ["kawamoto-coupling", "--format", "json", "--sizes", "100", "--repeats", "1",
                               "--users", "300"])

@@ -130,7 +130,7 @@ def test_figure2_paper_settings_moves_only_dirm(tables, stats_):
 
 
 def test_run_records_paper_settings_on_items_without_dirm(tables):
-    results, _ = co.run(figures=(5,), paper_settings=True)
+    results, _ = co.run_chen_ohrimenko(figures=(5,), paper_settings=True)
     assert results[0]["settings"]["paper_settings"] is True
     assert any("same in both modes" in n for n in results[0]["notes"])
     with pytest.raises(DistPrivError, match="paper_settings"):
@@ -141,7 +141,7 @@ def test_cli_table3_paper_settings_json(tables):
     root = typer.Typer()
     reproduce = typer.Typer()
     root.add_typer(reproduce, name="reproduce")
-    cli_co.register(reproduce)
+    cli_co.add_chen_ohrimenko_commands(reproduce)
     res = CliRunner().invoke(root, ["reproduce", "chen-ohrimenko", "--table", "3", "--paper-settings",
                                     "--format", "json", "--reps", "2"])
     assert res.exit_code == 0, res.output
@@ -156,7 +156,7 @@ RUNS = 400
 
 @pytest.fixture(scope="module")
 def hospital():
-    return {mode: z.run(seed=0, runs=RUNS, paper_settings=mode == "paper") for mode in ("corrected", "paper")}
+    return {mode: z.run_zhang_attribute(seed=0, runs=RUNS, paper_settings=mode == "paper") for mode in ("corrected", "paper")}
 
 
 def _rows(result: dict) -> dict[str, dict]:
@@ -245,7 +245,7 @@ def test_hospital_differences_explain_each_number(hospital):
 
 def test_zhang_cli_paper_settings_and_report(tmp_path):
     app = typer.Typer()
-    cli_z.register(app)
+    cli_z.add_zhang_attribute_commands(app)
 
     @app.callback()
     def _main() -> None:

@@ -96,10 +96,10 @@ def small_outputs(adult_files, tmp_path_factory):
         "table3_paper": co.table3(**kw, paper_settings=True),
         "table4": co.table4(reps=2, n_shadow=20, n_test=20, model_samples=300),
         "all": {"results": [t3, co.figure3(**kw, delta_ps=(0.1, 0.2))]},
-        "zhang": z.run(runs=5),
-        "zhang_paper": z.run(runs=5, paper_settings=True),
-        "tupling": kawamoto_tupling.run(data=data, show_progress=False, out=tmp_path_factory.mktemp("t"), **sweeps),
-        "coupling": kawamoto_coupling.run(data=data, sizes=(50,), repeats=1, show_progress=False),
+        "zhang": z.run_zhang_attribute(runs=5),
+        "zhang_paper": z.run_zhang_attribute(runs=5, paper_settings=True),
+        "tupling": kawamoto_tupling.run_kawamoto_tupling(data=data, show_progress=False, out=tmp_path_factory.mktemp("t"), **sweeps),
+        "coupling": kawamoto_coupling.run_kawamoto_coupling(data=data, sizes=(50,), repeats=1, show_progress=False),
     }
 
 

@@ -141,7 +141,7 @@ def test_why_figure_on_the_checkin_sweep() -> None:
     and > 100× (KL) above the exact divergence of the lifted distributions (what exact_guarantee claims)."""
     from distpriv.experiments import kawamoto_coupling as kc
 
-    rows = kc.run(quick=True, show_progress=False)["sweep"]["rows"]
+    rows = kc.run_kawamoto_coupling(quick=True, show_progress=False)["sweep"]["rows"]
     rd = [r["bound_dinf"] / r["exact_dinf"] for r in rows]
     rk = [r["bound_kl"] / r["exact_kl"] for r in rows]
     assert 1.9 < float(np.median(rd)) < 2.3

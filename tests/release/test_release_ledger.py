@@ -22,6 +22,7 @@ from distpriv.data.fingerprint import CELL_SCHEME, cell_fingerprints
 from distpriv.errors import AssumptionError, InvalidParameterError, render_references
 from distpriv.guarantees import Guarantee
 from distpriv.release.compose import check_compatible, compose_releases, decide_propositions
+from distpriv.release.core import new_release_id
 from distpriv.release.fingerprints import (
     RATE_THRESHOLD,
     chance_allowance,
@@ -37,7 +38,6 @@ from distpriv.release.ledger import (
     Ledger,
     composed_total,
     ledger_key_path,
-    new_release_id,
     read_ledger,
     write_ledger,
 )

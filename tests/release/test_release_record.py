@@ -29,7 +29,8 @@ from distpriv.errors import InvalidParameterError
 from distpriv.release import protect
 from distpriv.release.ledger_record import compose_record, parse_record
 from distpriv.release.public import CURATOR_PREFIX, MAY_DIFFER
-from distpriv.release.record import check_record_query, parse_bounds
+from distpriv.release.record import check_record_query
+from distpriv.release.spec import parse_bounds
 from test_release import run_all
 from test_release_privacy import _refusals, table
 

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 import distpriv as dp
-from distpriv.release.noise import exact_rotate, grid_for, plan_noise
+from distpriv.release.noise import exact_rotate, noise_grid, plan_noise
 from distpriv.release.sampler import SeededBits, bit_source, sample_rounded, sample_rounded_many
 from distpriv.release.selection import Candidate, Relaxation
 
@@ -143,12 +143,12 @@ def test_every_decision_is_exact_against_400_bit_cdf() -> None:
 
 
 def test_grid_choice_is_a_power_of_two_below_min_std_over_1024() -> None:
-    assert grid_for([1.0]) == 2.0**-10
-    assert grid_for([3.0, 100.0]) == 2.0**-9  # 3/1024 = 0.0029 -> 2^-9 = 0.00195
-    assert grid_for([0.0, 2.0]) == 2.0**-9
-    assert grid_for([1e-20, 1.0]) == 2.0**-10  # negligible coordinates do not set the grid
-    assert grid_for([0.0]) is None and grid_for([]) is None
-    assert grid_for([1024.0]) == 1.0
+    assert noise_grid([1.0]) == 2.0**-10
+    assert noise_grid([3.0, 100.0]) == 2.0**-9  # 3/1024 = 0.0029 -> 2^-9 = 0.00195
+    assert noise_grid([0.0, 2.0]) == 2.0**-9
+    assert noise_grid([1e-20, 1.0]) == 2.0**-10  # negligible coordinates do not set the grid
+    assert noise_grid([0.0]) is None and noise_grid([]) is None
+    assert noise_grid([1024.0]) == 1.0
 
 
 def test_float_leak_regression_neighbouring_inputs_share_the_lattice() -> None:
@@ -198,7 +198,7 @@ def test_gaussian_plan_rotates_into_the_eigenbasis_and_keeps_the_covariance() ->
     assert plan.rotated and plan.kind == "gaussian"
     np.testing.assert_allclose(plan.basis.T @ plan.basis, np.eye(2), atol=1e-12)
     np.testing.assert_allclose(plan.noise_covariance, mech.noise_covariance, rtol=1e-10, atol=1e-12)
-    assert plan.grid == grid_for(plan.scales)
+    assert plan.grid == noise_grid(plan.scales)
     x = np.array([100.2, 101.3])
     draws = np.array([plan.apply(x, SeededBits(i)) for i in range(600)])
     assert np.all(draws / plan.grid == np.round(draws / plan.grid))  # published on the grid
@@ -226,7 +226,7 @@ def test_directional_laplace_is_completed_to_an_orthonormal_basis() -> None:
     for i in range(30):
         out = plan.apply(x, SeededBits(i))
         assert abs((out - x) @ w) <= 2 * plan.grid
-    assert grid_for([math.sqrt(2) * mech.scales[0]]) == plan.grid
+    assert noise_grid([math.sqrt(2) * mech.scales[0]]) == plan.grid
 
 
 def test_theorem_5_7_noise_pays_for_the_stage_one_grid() -> None:
@@ -235,7 +235,7 @@ def test_theorem_5_7_noise_pays_for_the_stage_one_grid() -> None:
     cand = _candidate(mech, extra=w / lam, relaxation=Relaxation(lam, w=w))
     plan = plan_noise(cand)
     g = plan.grid
-    assert g == grid_for([math.sqrt(2) * mech.scales[0], math.sqrt(2) * mech.scales[1], math.sqrt(2) * w / lam])
+    assert g == noise_grid([math.sqrt(2) * mech.scales[0], math.sqrt(2) * mech.scales[1], math.sqrt(2) * w / lam])
     assert plan.extra_laplace_scale == pytest.approx((w + 2 * g) / lam, rel=1e-15)
     assert plan.ideal_extra_laplace_scale == pytest.approx(w / lam)
     assert plan.theorem_5_7["W_with_grid"] == pytest.approx(w + 2 * g)

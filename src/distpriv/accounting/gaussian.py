@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -71,8 +73,8 @@ def _log_interval(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> NDArray[n
     out = np.full(np.broadcast(lo, hi).shape, -np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
         upper_side = lo >= 0  # both in the upper half: use survival functions
-        a1 = _log_sf(lo)
-        b1 = _log_sf(hi)
+        a1 = special.log_ndtr(-lo)  # ln P(u > lo), ln P(u > hi): survival functions
+        b1 = special.log_ndtr(-hi)
         v1 = a1 + np.log1p(-np.exp(np.minimum(b1 - a1, 0.0)))
         a2 = special.log_ndtr(hi)
         b2 = special.log_ndtr(lo)
@@ -97,8 +99,9 @@ class GaussCoord:
     alpha: float
     beta: float
 
-    @property
+    @functools.cached_property
     def quad(self) -> tuple[float, float, float]:
+        """(a, b, c) of the loss a u² + b u + c (computed once per coordinate: every profile reads it)."""
         a = 0.5 * (self.alpha / self.beta - 1.0)
         b = self.m * math.sqrt(self.alpha) / self.beta
         c = self.m * self.m / (2.0 * self.beta) + 0.5 * (math.log(self.beta) - math.log(self.alpha))
@@ -368,45 +371,53 @@ def profile_from_reduction(
     (with its own copy of ``details``). Calibration searches, both orders of Ψ and repeated
     calibrations of one setting (the paper reproductions) ask for the same profile many times.
     """
-    def key(x: NDArray[np.float64]) -> bytes:
-        return np.ascontiguousarray(x, dtype=float).tobytes()
-
-    p = _memo_profile(red.status, key(red.m), key(red.alpha), key(red.beta), int(red.rank),
-                      float(epsilon), bool(reverse), float(rtol), None if target is None else float(target), float(atol))
+    m, alpha, beta = (np.ascontiguousarray(x, dtype=float).tobytes() for x in (red.m, red.alpha, red.beta))
+    key = (red.status, m, alpha, beta, int(red.rank), float(epsilon), bool(reverse), float(rtol),
+           None if target is None else float(target), float(atol))
+    with _PROFILES_LOCK:
+        p = _PROFILES.get(key)
+        if p is not None:
+            _PROFILES.move_to_end(key)
+    if p is not None:
+        return replace(p, details=dict(p.details))
+    # computed from the key's own arrays (the float64 bit patterns), so a hit and a fresh call agree exactly
+    red = Reduction(red.status, np.frombuffer(m), np.frombuffer(alpha), np.frombuffer(beta), int(red.rank))
+    epsilon = float(epsilon)
+    if red.status == "identical":
+        p = Profile(epsilon, 0.0, 0.0, IDENTICAL)
+    elif red.status == "disjoint":
+        p = Profile(epsilon, 1.0, 1.0, DISJOINT)
+    else:
+        coords = [GaussCoord(float(mi), float(a), float(b)) for mi, a, b in zip(red.m, red.alpha, red.beta, strict=True)]
+        if reverse:
+            coords = [c.reverse() for c in coords]
+        if red.status == "singular":
+            # δ = 1 for exactly singular laws; the 1-D marginals of the near-singular coordinates give a lower bound
+            lows = [c.delta(epsilon) for c in coords if c.alpha > 0 and c.beta > 0]
+            p = Profile(epsilon, 1.0, max(lows, default=1.0) if lows else 1.0, DISJOINT,
+                        details={"singular_coordinates": int(np.sum((red.alpha <= SINGULAR_TOL)
+                                                                    | (red.beta <= SINGULAR_TOL)))})
+        elif red.equal_covariances:
+            # A = B to numerical precision (|α_i − ½| <= RANK_TOL, the accuracy of the reduction itself):
+            # the loss is N(D²/2, D²) and the analytic Gaussian profile is exact (Balle & Wang 2018 Thm 8)
+            dist = red.mahalanobis
+            val = float(gaussian_delta(dist, epsilon))
+            p = Profile(epsilon, min(1.0, val * (1 + 1e-12)), val * (1 - 1e-12), CLOSED_FORM,
+                        details={"mahalanobis": dist, "coordinates": 1})
+        else:
+            lo, up, method, det = _profile_coords(coords, epsilon, rtol=float(rtol),
+                                                  target=None if target is None else float(target), atol=float(atol))
+            p = Profile(epsilon, up, min(lo, up), method, details=det)
+    with _PROFILES_LOCK:
+        _PROFILES[key] = p
+        if len(_PROFILES) > MEMO_SIZE:  # bounded: the least recently used is dropped first
+            _PROFILES.popitem(last=False)
     return replace(p, details=dict(p.details))
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
-def _memo_profile(status: str, m: bytes, alpha: bytes, beta: bytes, rank: int, epsilon: float, reverse: bool,
-                  rtol: float, target: float | None, atol: float) -> Profile:
-    red = Reduction(status, np.frombuffer(m), np.frombuffer(alpha), np.frombuffer(beta), rank)
-    return _profile_from_reduction(red, epsilon, reverse=reverse, rtol=rtol, target=target, atol=atol)
-
-
-def _profile_from_reduction(
-    red: Reduction, epsilon: float, *, reverse: bool, rtol: float, target: float | None, atol: float,
-) -> Profile:
-    if red.status == "identical":
-        return Profile(epsilon, 0.0, 0.0, IDENTICAL)
-    if red.status == "disjoint":
-        return Profile(epsilon, 1.0, 1.0, DISJOINT)
-    coords = [GaussCoord(float(m), float(a), float(b)) for m, a, b in zip(red.m, red.alpha, red.beta, strict=True)]
-    if reverse:
-        coords = [c.reverse() for c in coords]
-    if red.status == "singular":
-        # δ = 1 for exactly singular laws; the 1-D marginals of the near-singular coordinates give a lower bound
-        lows = [c.delta(epsilon) for c in coords if c.alpha > 0 and c.beta > 0]
-        return Profile(epsilon, 1.0, max(lows, default=1.0) if lows else 1.0, DISJOINT,
-                       details={"singular_coordinates": int(np.sum((red.alpha <= SINGULAR_TOL) | (red.beta <= SINGULAR_TOL)))})
-    if red.equal_covariances:
-        # A = B to numerical precision (|α_i − ½| <= RANK_TOL, the accuracy of the reduction itself):
-        # the loss is N(D²/2, D²) and the analytic Gaussian profile is exact (Balle & Wang 2018 Thm 8)
-        dist = red.mahalanobis
-        val = float(gaussian_delta(dist, epsilon))
-        return Profile(epsilon, min(1.0, val * (1 + 1e-12)), val * (1 - 1e-12), CLOSED_FORM,
-                       details={"mahalanobis": dist, "coordinates": 1})
-    lo, up, method, det = _profile_coords(coords, epsilon, rtol=rtol, target=target, atol=atol)
-    return Profile(epsilon, up, min(lo, up), method, details=det)
+#: The memo of :func:`profile_from_reduction` (a dict inside the real function, not a wrapper frame): key -> profile.
+_PROFILES: OrderedDict[tuple[object, ...], Profile] = OrderedDict()
+_PROFILES_LOCK = threading.Lock()
 
 
 def marginal_lower_bound(red: Reduction, epsilon: float, *, reverse: bool = False) -> float:

@@ -460,16 +460,11 @@ def coupling_delta_bound(mean: ArrayLike, cov: ArrayLike, scales: ArrayLike, eps
     sc = np.asarray(scales, dtype=float)
     mu = np.ascontiguousarray(np.asarray(mean, dtype=float) / sc)
     c = np.ascontiguousarray(np.atleast_2d(np.asarray(cov, dtype=float)) / np.outer(sc, sc))
-    return _memo_coupling(mu.tobytes(), c.tobytes(), mu.size, float(epsilon), int(points))
+    return _coupling_reduced(mu.tobytes(), c.tobytes(), mu.size, float(epsilon), int(points))
 
 
 #: Reduced inputs remembered by :func:`coupling_delta_bound` and by its split search (bounded memory).
 COUPLING_MEMO_SIZE = 8192
-
-
-@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
-def _memo_coupling(mu: bytes, c: bytes, d: int, epsilon: float, points: int) -> float:
-    return _coupling_reduced(np.frombuffer(mu), np.frombuffer(c).reshape(d, d), epsilon, points)
 
 
 #: Φ(z) rounds to exactly 0.0 below _NDTR_LO (Φ(−40) ≈ 4e−350, under the least subnormal) and to exactly 1.0
@@ -570,10 +565,12 @@ def _best_split_2(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) -
     return out
 
 
-def _coupling_reduced(mu: NDArray[np.float64], c: NDArray[np.float64], epsilon: float, points: int) -> float:
-    """:func:`coupling_delta_bound` on the reduced inputs μ = mean/b, C = cov/(b bᵀ)."""
+@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
+def _coupling_reduced(mu_b: bytes, c_b: bytes, d: int, epsilon: float, points: int) -> float:
+    """:func:`coupling_delta_bound` on the reduced inputs μ = mean/b, C = cov/(b bᵀ) (d×d), given as float64 bytes
+    (memoised here, on the real function: a pure function of its arguments)."""
+    mu, c = np.frombuffer(mu_b), np.frombuffer(c_b).reshape(d, d)
     sd = np.sqrt(np.clip(np.diag(c), 0.0, None))
-    d = mu.size
     total = float(np.abs(mu).sum())
     if float(sd.max(initial=0.0)) <= 1e-15 * max(1.0, total):
         return float(_laplace_shift_delta(np.array([total]), epsilon, d)[0])
@@ -591,19 +588,16 @@ def _coupling_reduced(mu: NDArray[np.float64], c: NDArray[np.float64], epsilon: 
     # equal splits give equal bounds (in 1-D all five are π = 1): each distinct one is evaluated once
     splits = np.stack(list({pi.tobytes(): pi for pi in cands}.values()))
 
-    def tail(t: NDArray[np.float64]) -> NDArray[np.float64]:
-        if bool(np.all(sd > 0)):  # every distinct split at once
-            best = np.min(_union_tail(t, splits, mu, sd), axis=1)
-        else:
-            best = np.min(np.stack([_tail_for(t, pi, mu, sd) for pi in cands]), axis=0)
-        if d > 1 and lip > 0:
-            conc = np.where(t > ef, np.exp(-np.maximum(t - ef, 0.0) ** 2 / (2.0 * lip * lip)), 1.0)
-            best = np.minimum(best, conc)
-        return best
-
     t_hi = max(epsilon, total) + 12.0 * float(sd.sum()) + 1e-12
     ts = epsilon + (t_hi - epsilon) * np.linspace(0.0, 1.0, points + 1)
-    tv = tail(ts)
+    # the tail bound T(t) at every grid point: the least union bound over the splits, and concentration
+    if bool(np.all(sd > 0)):  # every distinct split at once
+        tv = np.min(_union_tail(ts, splits, mu, sd), axis=1)
+    else:
+        tv = np.min(np.stack([_tail_for(ts, pi, mu, sd) for pi in cands]), axis=0)
+    if d > 1 and lip > 0:
+        conc = np.where(ts > ef, np.exp(-np.maximum(ts - ef, 0.0) ** 2 / (2.0 * lip * lip)), 1.0)
+        tv = np.minimum(tv, conc)
     gv = _laplace_shift_delta(ts, epsilon, d)
     bound = float(tv[:-1] @ np.diff(gv)) + float(tv[-1])
     return min(1.0, bound)

@@ -194,7 +194,7 @@ def least_scale(mechanism: QuiltMechanism, framework: PufferfishFramework,
     return hi
 
 
-def privacy_profile(mechanism: QuiltMechanism, framework: PufferfishFramework,
+def quilt_privacy_profile(mechanism: QuiltMechanism, framework: PufferfishFramework,
                     networks: ParameterNetwork | Sequence[ParameterNetwork], query_attributes: Iterable[str],
                     law: QueryLaw | None = None) -> PrivacyProfile:
     """APMQM's privacy map: the exact ε of the release when ``law`` is given, else Theorem 3's ε.
@@ -230,8 +230,8 @@ def privacy_profile(mechanism: QuiltMechanism, framework: PufferfishFramework,
 def exact_guarantee(mechanism: QuiltMechanism, framework: PufferfishFramework,
                     networks: ParameterNetwork | Sequence[ParameterNetwork], query_attributes: Iterable[str],
                     law: QueryLaw | None = None) -> Guarantee:
-    """``privacy_profile(...).guarantee(0.0)``: the exact (ε, 0) claim, or Theorem 3's without ``law``."""
-    return privacy_profile(mechanism, framework, networks, query_attributes, law).guarantee(0.0)
+    """``quilt_privacy_profile(...).guarantee(0.0)``: the exact (ε, 0) claim, or Theorem 3's without ``law``."""
+    return quilt_privacy_profile(mechanism, framework, networks, query_attributes, law).guarantee(0.0)
 
 
 def binomial_count_law(n: int, success: Callable[[Mapping[str, Hashable]], float]) -> QueryLaw:

@@ -24,7 +24,7 @@ app = typer.Typer(
 reproduce_app = typer.Typer(help="Reproduce the papers' tables and figures.", no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
 
-# One module per command; each exposes ``register(app)``. Heavy imports happen inside the commands,
+# One module per command; module ``name`` exposes ``add_<name>_commands(app)`` (:func:`_add_commands`). Heavy imports happen inside the commands,
 # so ``distpriv --help`` loads none of pandas, scipy.stats, matplotlib, sklearn or networkx.
 _REPRODUCE_MODULES = ("chen_ohrimenko", "zhang_attribute", "kawamoto_tupling", "kawamoto_coupling", "compare")
 _COMMAND_MODULES = ("demo", "release")
@@ -40,12 +40,17 @@ def _register(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     only = _ONLY_MODULE.get(args[0]) if args else None
     if only is not None:
-        importlib.import_module(f"{__name__}.{only}").register(app)
+        _add_commands(only, app)
         return
     for name in _REPRODUCE_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(reproduce_app)
+        _add_commands(name, reproduce_app)
     for name in _COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(app)
+        _add_commands(name, app)
+
+
+def _add_commands(name: str, to: typer.Typer) -> None:
+    """Import the command module ``name`` and add its commands to ``to`` (its ``add_<name>_commands``)."""
+    getattr(importlib.import_module(f"{__name__}.{name}"), f"add_{name}_commands")(to)
 
 
 #: Metavars shown by ``--help`` for options whose value has a shape (others: their type, :func:`_metavars`).

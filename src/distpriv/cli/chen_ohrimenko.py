@@ -37,7 +37,7 @@ def chen_ohrimenko(
         raise InvalidParameterError("chen-ohrimenko: give exactly one of --table N, --figure N or --all")
     tables = (3, 4) if all_ else ((table,) if table is not None else ())
     figures = (2, 3, 4, 5) if all_ else ((figure,) if figure is not None else ())
-    results, timing = co.run(tables=tables, figures=figures, reps=reps, seed=seed, calibration=calibration,
+    results, timing = co.run_chen_ohrimenko(tables=tables, figures=figures, reps=reps, seed=seed, calibration=calibration,
                              paper_settings=paper_settings, show_progress=True)
     out_dir = prepare_out(out)
     if out_dir is not None:
@@ -50,6 +50,6 @@ def chen_ohrimenko(
         typer.echo("\n".join(co.chen_ohrimenko_markdown(r) for r in results))
 
 
-def register(app: typer.Typer) -> None:
+def add_chen_ohrimenko_commands(app: typer.Typer) -> None:
     """Add ``reproduce chen-ohrimenko`` to the ``reproduce`` Typer sub-app."""
     app.command("chen-ohrimenko")(chen_ohrimenko)

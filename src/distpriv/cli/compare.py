@@ -33,11 +33,11 @@ def compare(
     eps = parse_positive_list(epsilons, "--epsilons") or EPSILONS
     from ..experiments.compare_cache import default_folder
 
-    res = cmp.run(quick=quick, seed=seed, properties=names(properties), epsilons=eps, mechanisms=names(mechanisms),
+    res = cmp.run_compare(quick=quick, seed=seed, properties=names(properties), epsilons=eps, mechanisms=names(mechanisms),
                   audit=audit, out=out, show_progress=True, cache=default_folder() if cache else None)
-    typer.echo(dumps(res) if fmt == "json" else cmp.to_markdown(res))
+    typer.echo(dumps(res) if fmt == "json" else cmp.compare_markdown(res))
 
 
-def register(app: typer.Typer) -> None:
+def add_compare_commands(app: typer.Typer) -> None:
     """Add ``reproduce compare`` to the ``reproduce`` Typer sub-app."""
     app.command("compare")(compare)

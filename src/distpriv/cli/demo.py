@@ -37,6 +37,6 @@ def demo(
         print(dumps(result))
 
 
-def register(app: typer.Typer) -> None:
+def add_demo_commands(app: typer.Typer) -> None:
     """Add the ``demo`` command."""
     app.command("demo")(demo)

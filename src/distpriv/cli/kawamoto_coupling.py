@@ -18,13 +18,13 @@ def kawamoto_coupling(
     from ..formatting import check_format, dumps, parse_positive_list
 
     check_format(fmt)
-    from ..experiments.kawamoto_coupling import run, to_markdown
+    from ..experiments.kawamoto_coupling import kawamoto_coupling_markdown, run_kawamoto_coupling
 
-    res = run(seed=seed, n_users=users, sizes=parse_positive_list(sizes, "--sizes", int), quick=quick,
+    res = run_kawamoto_coupling(seed=seed, n_users=users, sizes=parse_positive_list(sizes, "--sizes", int), quick=quick,
               repeats=repeats, out=out)
-    typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
+    typer.echo(dumps(res) if fmt == "json" else kawamoto_coupling_markdown(res))
 
 
-def register(app: typer.Typer) -> None:
+def add_kawamoto_coupling_commands(app: typer.Typer) -> None:
     """Add ``reproduce kawamoto-coupling`` to the CLI."""
     app.command("kawamoto-coupling")(kawamoto_coupling)

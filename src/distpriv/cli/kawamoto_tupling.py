@@ -23,14 +23,14 @@ def kawamoto_tupling(
     kv = parse_positive_list(k_values, "--k")
     if kv is not None and any(v != int(v) or v < 1 for v in kv):
         raise InvalidParameterError(f"--k: expected integers >= 1, got {k_values!r}")
-    from ..experiments.kawamoto_tupling import run, to_markdown
+    from ..experiments.kawamoto_tupling import kawamoto_tupling_markdown, run_kawamoto_tupling
 
-    res = run(seed=seed, n_users=users, quick=quick, out=out,
+    res = run_kawamoto_tupling(seed=seed, n_users=users, quick=quick, out=out,
               k_values=None if kv is None else tuple(int(v) for v in kv),
               eps_a_values=parse_positive_list(eps_a, "--eps-a"), radii=parse_positive_list(radii, "--radii"))
-    typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
+    typer.echo(dumps(res) if fmt == "json" else kawamoto_tupling_markdown(res))
 
 
-def register(app: typer.Typer) -> None:
+def add_kawamoto_tupling_commands(app: typer.Typer) -> None:
     """Add ``reproduce kawamoto-tupling`` to the CLI."""
     app.command("kawamoto-tupling")(kawamoto_tupling)

@@ -210,7 +210,7 @@ def _release_args(o: SpecOptions) -> list[str]:
     return args
 
 
-def register(app: typer.Typer) -> None:
+def add_release_commands(app: typer.Typer) -> None:
     """Add the top-level ``release``, ``audit`` and ``audit-local`` commands to the ``distpriv`` app."""
 
     @app.command("release")

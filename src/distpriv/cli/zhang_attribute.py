@@ -21,18 +21,22 @@ def zhang_attribute(
     out: Path | None = typer.Option(None, "--out", help="directory for a Markdown report and JSON"),
 ) -> None:
     """Synthetic hospital (Section 4.2) and school example (Example 1) of Zhang, Ohrimenko & Cummings."""
-    from ..experiments.zhang_attribute import run, to_markdown, write_zhang_attribute_report
+    from ..experiments.zhang_attribute import (
+        run_zhang_attribute,
+        write_zhang_attribute_report,
+        zhang_attribute_markdown,
+    )
     from ..formatting import check_format, dumps
 
     fmt = check_format(format)
     start = time.perf_counter()
-    res = run(seed=seed, runs=runs, epsilon=epsilon, delta=delta, calibration=calibration,
+    res = run_zhang_attribute(seed=seed, runs=runs, epsilon=epsilon, delta=delta, calibration=calibration,
               paper_settings=paper_settings, show_progress=fmt != "json")
     if out is not None:
         write_zhang_attribute_report(res, out, {"zhang-attribute": time.perf_counter() - start})
-    typer.echo(dumps(res) if fmt == "json" else to_markdown(res))
+    typer.echo(dumps(res) if fmt == "json" else zhang_attribute_markdown(res))
 
 
-def register(app: typer.Typer) -> None:
+def add_zhang_attribute_commands(app: typer.Typer) -> None:
     """Add ``reproduce zhang-attribute`` to the ``reproduce`` sub-application."""
     app.command("zhang-attribute")(zhang_attribute)

@@ -109,7 +109,7 @@ def _own_notion(name: str, mech: Any) -> str | None:
     return None
 
 
-def run(
+def run_compare(
     *,
     quick: bool = False,
     seed: int = 0,
@@ -238,7 +238,7 @@ def run(
     folder = prepare_out(out)
     if folder is not None:
         (folder / "compare.json").write_text(dumps(res))
-        (folder / "compare.md").write_text(to_markdown(res))
+        (folder / "compare.md").write_text(compare_markdown(res))
         res["figure"] = str(figure(res, folder / "compare.png"))
     return res
 
@@ -275,7 +275,7 @@ def figure(res: dict[str, Any], path: str | Path) -> Path:
     return out
 
 
-def to_markdown(res: dict[str, Any]) -> str:
+def compare_markdown(res: dict[str, Any]) -> str:
     """The comparison as a Markdown table (with the notes)."""
     rows = [{**r, "claimed_delta": r.get("claimed_delta") if "refused" not in r else "refused"} for r in res["rows"]]
     text = [f"## {res['title']}", "", markdown_table(rows, COLUMNS, digits=4), ""]

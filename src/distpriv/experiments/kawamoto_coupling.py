@@ -80,7 +80,7 @@ def fig2_example() -> dict[str, Any]:
     }
 
 
-def run(
+def run_kawamoto_coupling(
     *,
     seed: int = 0,
     n_users: int = 2000,
@@ -143,7 +143,7 @@ def run(
         res["figures"] = _plot(res, outdir)
         (outdir / "kawamoto_coupling.json").write_text(dumps(res))
         timing = "\n## Timing\n\n" + markdown_table([{"item": STUDY, "seconds": time.perf_counter() - start}])
-        (outdir / "kawamoto_coupling.md").write_text(to_markdown(res, figures=True) + timing, encoding="utf-8")
+        (outdir / "kawamoto_coupling.md").write_text(kawamoto_coupling_markdown(res, figures=True) + timing, encoding="utf-8")
     return res
 
 
@@ -188,8 +188,8 @@ def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
     return [path]
 
 
-def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
-    """Markdown report of :func:`run`'s result (``figures=True`` embeds the PNG written next to it)."""
+def kawamoto_coupling_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
+    """Markdown report of :func:`run_kawamoto_coupling`'s result (``figures=True`` embeds the PNG written next to it)."""
     f2 = res["fig2"]
     lines = [f"# {STUDY}\n", "## Fig. 2 / Example 2 (divergence paper)\n"]
     gam = [{"x": i + 1, **{f"y={j + 1}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(f2["coupling_nwc"])]

@@ -165,7 +165,7 @@ def _sweeps(quick: bool, overrides: dict[str, Any]) -> dict[str, tuple[float, ..
     return base
 
 
-def run(
+def run_kawamoto_tupling(
     *,
     seed: int = 0,
     n_users: int = 2000,
@@ -285,7 +285,7 @@ def run(
         res["figures"] = _plot(res, outdir)
         (outdir / "kawamoto_tupling.json").write_text(dumps(res))
         (outdir / "kawamoto_tupling.md").write_text(
-            to_markdown(res, figures=True) + _timing_md(time.perf_counter() - start), encoding="utf-8")
+            kawamoto_tupling_markdown(res, figures=True) + _timing_md(time.perf_counter() - start), encoding="utf-8")
     return res
 
 
@@ -387,8 +387,8 @@ def _plot(res: dict[str, Any], outdir: Path) -> list[str]:
     return files
 
 
-def to_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
-    """Markdown report of :func:`run`'s result (``figures=True`` embeds the PNGs written next to it)."""
+def kawamoto_tupling_markdown(res: dict[str, Any], *, figures: bool = False) -> str:
+    """Markdown report of :func:`run_kawamoto_tupling`'s result (``figures=True`` embeds the PNGs written next to it)."""
     d = res["data"]
     parts = [f"# {STUDY} (data: {d['source']}, {d['n_regions']} regions, |X| = {d['n_inputs']})\n",
              f"Regions: {d.get('regions_note', '')}\n"]

@@ -294,7 +294,7 @@ def _school(seed_seq: np.random.SeedSequence, runs: int, epsilon: float) -> dict
             "releases": releases, "notes": notes}
 
 
-def run(*, seed: int = 0, runs: int = 100, epsilon: float = 1.0, delta: float = 1e-3,
+def run_zhang_attribute(*, seed: int = 0, runs: int = 100, epsilon: float = 1.0, delta: float = 1e-3,
         calibration: str = "classic", paper_settings: bool = False, show_progress: bool = False) -> dict[str, Any]:
     """Compute the hospital rows, the paper-vs-library differences and the school releases (module docstring).
 
@@ -323,7 +323,7 @@ def run(*, seed: int = 0, runs: int = 100, epsilon: float = 1.0, delta: float = 
     }
 
 
-def to_markdown(result: dict[str, Any]) -> str:
+def zhang_attribute_markdown(result: dict[str, Any]) -> str:
     """Markdown report: hospital table (computed beside paper), what differs from the paper, the school releases."""
     p = result["parameters"]
     arith = "paper's printed arithmetic (--paper-settings)" if p.get("paper_settings") else "corrected arithmetic"
@@ -358,7 +358,7 @@ def write_zhang_attribute_report(result: dict[str, Any], out: str | Path, timing
     """Write ``zhang_attribute.md`` (the Markdown report) and ``zhang_attribute.json`` into ``out``."""
     outdir = prepare_out(out)
     assert outdir is not None
-    md = to_markdown(result)
+    md = zhang_attribute_markdown(result)
     if timing:
         md += "\n## Timing\n\n" + markdown_table([{"item": k, "seconds": v} for k, v in timing.items()])
     paths = [outdir / "zhang_attribute.md", outdir / "zhang_attribute.json"]

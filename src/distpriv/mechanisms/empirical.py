@@ -38,22 +38,12 @@ from ..noise import NoiseLaw
 from ._common import Inputs, as_gaussian, covariance_gap
 from .base import Accounting, Mechanism
 
-#: Mechanisms whose claim is accounted on the samples' law (Wasserstein mechanisms already hold on it:
-#: W∞ of the samples is the coupling bound itself; the DP baselines make record-level claims).
-EMPIRICAL_NAMES = ("expm-laplace", "dirm-laplace", "expm-gauss", "dirm-gauss", "eigm", "daum", "optm")
-
 SAMPLES_LAW: str = Assumption("f_θ is the empirical law of the supplied samples (each sample equally likely): the claim "
                          "covers that finite law, not a population the samples were drawn from", AssumptionCode.SAMPLES_LAW)
 SAMPLES_TRUTH: str = Assumption("the samples' law equals the true query distributions", AssumptionCode.MODEL_IS_TRUTH)
 MIXTURE_PROFILE: str = Assumption("δ(ε) (or the pure ε) of the output mixtures Σ_i p_i Z(· − x_i) computed exactly or "
                              "bounded (distpriv.accounting.empirical); no translation or Gaussian assumption",
                              AssumptionCode.PROFILE_METHOD)
-
-
-def applies(name: str, inp: Inputs) -> bool:
-    """True iff ``name`` on ``inp.model`` is accounted on the samples' law."""
-    m = inp.model
-    return isinstance(m, EmpiricalModel) and m.claim_scope == "samples" and name in EMPIRICAL_NAMES
 
 
 def _pure_profile(acct: Accountant, noise: NoiseLaw, epsilon: float) -> Profile:

@@ -1,6 +1,6 @@
 """Exact accounting of calibrated mechanisms under a Gaussian f_θ model: verify, top up, state it.
 
-After a mechanism has built the paper's noise, :func:`account` computes what its
+After a mechanism has built the paper's noise, the accounting :func:`accountant` picks computes what its
 output provably gives under the model (:mod:`distpriv.accounting`) and:
 
 * Gaussian noise (ExpM (G), DirM (G) on a :class:`~distpriv.GaussianModel`;
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
@@ -67,12 +67,12 @@ NOT_EVALUATED = ("classic rule at ε >= 1: the exact profile of the papers' nois
 
 @contextlib.contextmanager
 def noise_only() -> Iterator[None]:
-    """Within this block, :func:`account` computes only what decides the noise.
+    """Within this block, the exact accounting computes only what decides the noise.
 
     The classic rule at ε >= 1 keeps the papers' noise whatever its δ, so its exact profile
     only sets the value claimed: it is skipped and the guarantee claims δ = 1 (trivially valid,
     with :data:`NOT_EVALUATED` in its notes). Every top-up decision is still made exactly, so the
-    noise is the one :func:`account` gives outside the block.
+    noise is the one the accounting gives outside the block.
     """
     token = _NOISE_ONLY.set(True)
     try:
@@ -81,14 +81,19 @@ def noise_only() -> Iterator[None]:
         _NOISE_ONLY.reset(token)
 
 
-def account(name: str, mech: Mechanism, inp: Inputs) -> Mechanism:
-    """Verify ``mech`` under the model (top up where needed) and rewrite its guarantee."""
+def accountant(name: str, mech: Mechanism, inp: Inputs) -> Callable[[Mechanism, Inputs], Mechanism] | None:
+    """The exact accounting that verifies ``mech`` under the model (tops it up where needed and rewrites its
+    guarantee): :func:`account_gaussian`, :func:`account_laplace`, or None when neither applies.
+
+    Returns the function rather than calling it, so that :func:`distpriv.mechanisms.calibrate` calls the
+    accounting itself (no dispatch frame between the registry and the accounting).
+    """
     if name in GAUSSIAN_MODEL_NAMES and mech.noise.gaussian_family:
         if isinstance(inp.model, GaussianModel) or (name in FIT_NAMES and isinstance(inp.model, EmpiricalModel)):
-            return account_gaussian(mech, inp)
+            return account_gaussian
     if name in LAPLACE_MODEL_NAMES and mech.noise.pure and isinstance(inp.model, GaussianModel):
-        return account_laplace(mech, inp)
-    return mech
+        return account_laplace
+    return None
 
 
 def _gap_note(gap: float, theorem: str) -> str:

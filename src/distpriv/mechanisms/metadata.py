@@ -50,6 +50,10 @@ class MechanismInfo:
     automatic:
         True iff release selection evaluates it in its automatic choice (``--mechanism auto``); OptM is
         evaluated only on request (``--mechanism optm``: its solver costs ~1 s to import).
+    samples_law:
+        True iff on an :class:`~distpriv.EmpiricalModel` with ``claim_scope="samples"`` its claim is accounted on
+        the samples' own law (:mod:`distpriv.mechanisms.empirical`): ExpM, DirM, EigM, DauM, OptM (the Wasserstein
+        mechanisms already hold on that law; the DP baselines make record-level claims).
     """
 
     name: str
@@ -62,27 +66,28 @@ class MechanismInfo:
     exact_gaussian_model: bool = False
     baseline: Baseline | None = None
     automatic: bool = True
+    samples_law: bool = False
 
 
 def _m(name: str, label: str, noise: NoiseFamily, needs_delta: bool, needs_pairs: bool,
        assumptions: tuple[str, ...] = (), exact_gaussian_fit: bool = False, *, exact_gaussian_model: bool = False,
-       baseline: Baseline | None = None) -> MechanismInfo:
+       baseline: Baseline | None = None, samples_law: bool = False) -> MechanismInfo:
     return MechanismInfo(name, label, noise, needs_delta, needs_pairs, assumptions, exact_gaussian_fit,
-                         exact_gaussian_model or exact_gaussian_fit, baseline)
+                         exact_gaussian_model or exact_gaussian_fit, baseline, samples_law=samples_law)
 
 
 #: The calibratable central mechanisms, in registry order.
 METADATA: dict[str, MechanismInfo] = {m.name: m for m in (
     _m("wasserstein", "Wasserstein", "laplace", False, True),
     _m("approx-wasserstein", "Approx. Wasserstein", "laplace", True, True),
-    _m("expm-laplace", "ExpM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True),
-    _m("expm-gauss", "ExpM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True),
-    _m("dirm-laplace", "DirM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True),
-    _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True),
-    _m("eigm", "EigM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
-    _m("daum", "DauM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True),
+    _m("expm-laplace", "ExpM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True, samples_law=True),
+    _m("expm-gauss", "ExpM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True, samples_law=True),
+    _m("dirm-laplace", "DirM (L)", "laplace", False, True, ("translation",), exact_gaussian_model=True, samples_law=True),
+    _m("dirm-gauss", "DirM (G)", "gaussian", True, True, ("translation",), exact_gaussian_model=True, samples_law=True),
+    _m("eigm", "EigM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True, samples_law=True),
+    _m("daum", "DauM (G)", "gaussian", True, True, ("gaussian",), exact_gaussian_fit=True, samples_law=True),
     # OptM accounts itself exactly on the Gaussian (fit) model inside its builder (mechanisms/optm.py)
-    replace(_m("optm", "OptM (G)", "gaussian", True, True, ("gaussian",)), automatic=False),
+    replace(_m("optm", "OptM (G)", "gaussian", True, True, ("gaussian",), samples_law=True), automatic=False),
     _m("groupdp-laplace", "GDP (L)", "laplace", False, False, ("bounded",), baseline="groupdp"),
     _m("groupdp-gauss", "GDP (G)", "gaussian", True, False, ("bounded",), baseline="groupdp"),
     _m("dp-laplace", "DP (L)", "laplace", False, False, baseline="dp"),

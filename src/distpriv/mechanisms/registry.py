@@ -11,7 +11,7 @@ from .._validation import check_choice
 from ..calibration import gaussian_delta, max_distance
 from ..errors import InvalidParameterError
 from ..guarantees import Calibration, Guarantee
-from ..models import QueryModel
+from ..models import EmpiricalModel, QueryModel
 from ..noise import NoiseLaw
 from . import baselines, ding, exact, expected_value, gaussian_uncertainty, optm, ssp, wasserstein
 from ._common import validate_inputs
@@ -118,11 +118,13 @@ def calibrate(
     if isinstance(name, str) and name in PEERS:
         return _calibrate_peer(name, model, pairs, epsilon, delta, calibration, options)
     key, mech, inp = _build(name, model, pairs, epsilon, delta, calibration, options)
-    from . import empirical  # the samples' law of an EmpiricalModel (issue 27)
+    m = inp.model
+    if isinstance(m, EmpiricalModel) and m.claim_scope == "samples" and METADATA[key].samples_law:
+        from .empirical import account_empirical  # the samples' law of an EmpiricalModel (issue 27)
 
-    if empirical.applies(key, inp):
-        return empirical.account_empirical(key, mech, inp)
-    accounted = exact.account(key, mech, inp)
+        return account_empirical(key, mech, inp)
+    account = exact.accountant(key, mech, inp)
+    accounted = mech if account is None else account(mech, inp)
     if not accounted.accounted:
         if inp.calibration == Calibration.CLASSIC and mech.noise.adds_gaussian and inp.epsilon >= 1.0:
             accounted.guarantee = _audit_classic(accounted.guarantee, inp.epsilon, inp.delta)

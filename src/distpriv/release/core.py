@@ -18,6 +18,7 @@ noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ from .data import (
 from .declared import DeclaredModel, declared_diagnostics, load_model_file
 from .fingerprints import Overlap, compare_rows, new_key, table_cells
 from .layout import RecordingSampler, layout_modelling, quantile_laws, true_values
-from .ledger import ChainEntry, Ledger, composed_total, new_release_id, read_ledger
+from .ledger import ChainEntry, Ledger, composed_total, read_ledger
 from .noise import NoisePlan, plan_noise
 from .sampler import BitSource, bit_source
 from .selection import Candidate, Selection, select_mechanism
@@ -75,6 +76,11 @@ def utc_now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_release_id() -> str:
+    """A fresh random release identifier (operating-system entropy): with :func:`utc_now`, what stamps a release."""
+    return secrets.token_hex(16)
 
 
 @dataclass
@@ -270,6 +276,8 @@ def range_notes(prep: Prepared) -> list[str]:
 
 def gap_profile(prep: Prepared, selection: Selection, guarantee: Guarantee) -> dict[str, Any] | None:
     """:func:`distpriv.release.grid.gap_profiles` for a Ψ that is a grid of at least two adjacent pairs."""
+    if len(prep.spec.pairs) < 2:  # one pair is a one-step grid: nothing to profile (no import of .grid)
+        return None
     from .grid import gap_profiles, grid_of
 
     spec = grid_of(prep.spec.pairs)

@@ -261,7 +261,7 @@ def marginal_laws(plan: Any) -> list[MarginalLaw]:
 
 
 @dataclass(frozen=True)
-class Interval:
+class StatisticInterval:
     """One statistic's (1 − α) interval: [lo, hi] = value ± half_width (half_width = q + rounding)."""
 
     lo: float
@@ -280,7 +280,7 @@ def _outward(lo: float, hi: float) -> tuple[float, float]:
     return math.nextafter(lo, -math.inf), math.nextafter(hi, math.inf)
 
 
-def statistic_intervals(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> list[Interval]:
+def statistic_intervals(values: ArrayLike, plan: Any, level: float = DEFAULT_LEVEL) -> list[StatisticInterval]:
     """Per-statistic (1 − α) intervals for F(D) around the published ``values`` (not simultaneous)."""
     lvl = check_level(level)
     vals = np.asarray(values, dtype=float).ravel()
@@ -296,12 +296,12 @@ def statistic_intervals(values: ArrayLike, plan: Any, level: float = DEFAULT_LEV
             cache[key] = noise_quantile(p, law.gaussian, law.laplace)
         q = cache[key]
         if law.family == "none" and law.rounding == 0.0:
-            out.append(Interval(float(o), float(o), 0.0, 0.0, 0.0, "none", lvl))
+            out.append(StatisticInterval(float(o), float(o), 0.0, 0.0, 0.0, "none", lvl))
             continue
         slack = FLOAT_SLACK * (abs(float(o)) + q + law.rounding) * max(1, len(laws))
         hw = q + law.rounding + slack
         lo, hi = _outward(float(o) - hw, float(o) + hw)
-        out.append(Interval(lo, hi, hw, q, law.rounding, law.family, lvl))
+        out.append(StatisticInterval(lo, hi, hw, q, law.rounding, law.family, lvl))
     return out
 
 

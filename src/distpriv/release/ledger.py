@@ -75,11 +75,6 @@ _RANDOM_KEYS = {"source", "seed"}
 _COMPOSED_KEYS = {"epsilon", "delta", "propositions"}
 
 
-def new_release_id() -> str:
-    """A fresh random release identifier (operating-system entropy)."""
-    return secrets.token_hex(16)
-
-
 @dataclass(frozen=True, eq=False)
 class ChainEntry:
     """One release of a ledger's chain.

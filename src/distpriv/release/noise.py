@@ -64,7 +64,7 @@ SAMPLER_ASSUMPTION: str = Assumption(
 )
 
 
-def grid_for(stds: ArrayLike) -> float | None:
+def noise_grid(stds: ArrayLike) -> float | None:
     """Largest power of two <= min(std)/2^10 over the non-negligible positive stds; ``None`` without noise."""
     s = np.asarray(stds, dtype=float).ravel()
     s = s[np.isfinite(s) & (s > 0)]
@@ -225,7 +225,7 @@ def plan_noise(candidate: Any) -> NoisePlan:
     v, laws, scales, rotated = coords.basis, list(coords.laws), coords.scales, coords.rotated
     stage1_std = coords.stds
     extra = float(law.extra_laplace)
-    grid = grid_for(np.concatenate([stage1_std, [math.sqrt(2.0) * extra]]))
+    grid = noise_grid(np.concatenate([stage1_std, [math.sqrt(2.0) * extra]]))
     guarantee: Guarantee = candidate.guarantee
     t57: dict[str, float] = {}
     new_extra = extra

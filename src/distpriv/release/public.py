@@ -277,12 +277,14 @@ def public_spec(result: ReleaseResult) -> dict[str, Any]:
     (TOML, the keys of :data:`~distpriv.release.spec.SPEC_KEYS`) that re-runs the release; a command line is a
     rendering of the CLI (``distpriv.cli.command.command_line``), not published by the library.
     """
-    from .grid import grid_of
-
     prep = result.prepared
     spec = prep.spec
     m = prep.modelling
-    grid = grid_of(spec.pairs)
+    grid = None
+    if len(spec.pairs) > 1:  # a range is a grid of >= 2 adjacent pairs: one pair never is (no import of .grid)
+        from .grid import grid_of
+
+        grid = grid_of(spec.pairs)
     out: dict[str, Any] = {
         "stats": [{"name": nm, "spec": st} for nm, st in zip(spec.names, spec.stats, strict=True)],
         "protect": str(prep.predicate),

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -74,65 +74,6 @@ MARGIN = 1e-6
 NEIGHBOURS = "replace-one"
 THEOREM = ("Balle & Wang 2018 Thm 8 (analytic Gaussian mechanism) at the worst-case Mahalanobis sensitivity over the "
            "replace-one sensitivity set of the declared bounds")
-
-
-# --------------------------------------------------------------------------- bounds
-def _bound_number(text: Any, item: Any) -> float:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"expected COLUMN=LO:HI with numbers LO < HI, got {item!r}",
-                                    argument="bounds") from None
-    if not math.isfinite(v):
-        raise InvalidParameterError(f"bounds must be finite numbers, got {item!r}", argument="bounds")
-    return v
-
-
-def parse_bounds(value: Any) -> tuple[tuple[str, float, float], ...]:
-    """Declared public bounds per column: ``["age=17:90"]``, ``{"age": "17:90"}`` or ``{"age": (17, 90)}``.
-
-    Returns ``((column, lo, hi), ...)`` in the order given; lo >= hi, a repeated column or a malformed item
-    raise :class:`~distpriv.errors.InvalidParameterError` naming ``bounds``.
-    """
-    if value is None:
-        return ()
-    items: list[tuple[str, Any, Any, Any]] = []
-    if isinstance(value, Mapping):
-        for col, rng in value.items():
-            if isinstance(rng, str):
-                lo, sep, hi = rng.partition(":")
-                if not sep:
-                    raise InvalidParameterError(f"expected LO:HI for column {col!r}, got {rng!r}", argument="bounds")
-            elif isinstance(rng, Sequence) and len(rng) == 2:
-                lo, hi = rng
-            else:
-                raise InvalidParameterError(f"expected LO:HI or [LO, HI] for column {col!r}, got {rng!r}",
-                                            argument="bounds")
-            items.append((str(col), lo, hi, f"{col}={rng}"))
-    else:
-        seq = [value] if isinstance(value, str) else list(value)
-        for item in seq:
-            if isinstance(item, str):
-                col, sep, rng = item.rpartition("=")
-                lo, sep2, hi = rng.partition(":")
-                if not sep or not sep2 or not col.strip():
-                    raise InvalidParameterError(f"expected COLUMN=LO:HI (e.g. age=17:90), got {item!r}",
-                                                argument="bounds")
-                items.append((col.strip(), lo, hi, item))
-            elif isinstance(item, Sequence) and len(item) == 3:
-                items.append((str(item[0]), item[1], item[2], item))
-            else:
-                raise InvalidParameterError(f"expected COLUMN=LO:HI (e.g. age=17:90), got {item!r}", argument="bounds")
-    out: list[tuple[str, float, float]] = []
-    for col, lo_t, hi_t, item in items:
-        low, high = _bound_number(lo_t, item), _bound_number(hi_t, item)
-        if not low < high:
-            raise InvalidParameterError(f"lower bound must be below the upper bound, got {col}={low:g}:{high:g}",
-                                        argument="bounds")
-        if any(c == col for c, _, _ in out):
-            raise InvalidParameterError(f"column {col!r} is bounded twice", argument="bounds")
-        out.append((col, low, high))
-    return tuple(out)
 
 
 def check_record_specs(stats: Sequence[str], bounds: Sequence[tuple[str, float, float]] | None = None) -> None:

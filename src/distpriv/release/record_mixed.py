@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..guarantees import Guarantee
 from ..noise import _complete_basis
-from .noise import SAMPLER_ASSUMPTION, _round_to_grid, exact_rotate, grid_for
+from .noise import SAMPLER_ASSUMPTION, _round_to_grid, exact_rotate, noise_grid
 from .sampler import BitSource, sample_rounded_many
 from .selection import Candidate
 
@@ -67,7 +67,7 @@ class MixedCandidate(Candidate):
 
 
 def _grid(lap: NDArray[np.float64], sigma: NDArray[np.float64]) -> float:
-    g = grid_for(np.concatenate([math.sqrt(2.0) * lap, sigma]))
+    g = noise_grid(np.concatenate([math.sqrt(2.0) * lap, sigma]))
     assert g is not None
     return g
 

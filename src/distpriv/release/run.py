@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidParameterError, arg
-from .core import ReleaseResult, prepare, release
+from .core import ReleaseResult, prepare, release, select
 from .spec import ReleaseSpec
 
 #: Releases per secret of ``audit=True`` unless ``trials`` says otherwise (as ``distpriv release --audit``).
@@ -92,7 +92,7 @@ def run_release(spec: ReleaseSpec, *, data: Any = None, out: Path | None = None,
             stages.step("reading the data and modelling f_θ")
             prep = prepare(spec, data=data)
             stages.step("choosing the mechanism and drawing the noise")
-            result = release(prep)
+            result = release(prep, select(prep))  # the two steps of core.release(prep), each called from here
         if audit:  # its own progress bar (one live display at a time)
             from .audit import audit_release
             from .audit_report import audit_progress

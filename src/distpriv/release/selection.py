@@ -208,12 +208,14 @@ class Candidate:
         }
 
 
-def _calibrate(name: str, model: Any, pairs: Any, eps: float, delta: float, calibration: str, opts: dict[str, Any],
-               *, pure: bool = True) -> Mechanism:
-    """``pure=False``: a Laplace mechanism gets the target δ too (its noise is topped up to a proven (ε, δ))."""
-    d = delta if (CANDIDATE_INFO[name].needs_delta or not pure) else None
-    with classic_warnings_suppressed():
-        return calibrate(name, model, pairs, epsilon=eps, delta=d, calibration=calibration, **opts)
+def _candidate_delta(name: str, delta: float, *, pure: bool = True) -> float | None:
+    """The δ a candidate is calibrated with: the target where the mechanism needs one, else None (a pure claim).
+
+    ``pure=False``: a Laplace mechanism gets the target δ too (its noise is topped up to a proven (ε, δ)).
+    Callers calibrate with :func:`~distpriv.mechanisms.calibrate` inside
+    :func:`~distpriv.calibration.classic_warnings_suppressed` (no forwarding layer between selection and the registry).
+    """
+    return delta if (CANDIDATE_INFO[name].needs_delta or not pure) else None
 
 
 def quiet_check_noiseless(model: Any, pairs: Any, *, epsilon: float, delta: float, calibration: str = "exact") -> Any:
@@ -341,7 +343,9 @@ def _theorem_5_7(
 
     def objective(lam: float) -> float:
         try:
-            m = _calibrate(name, model, pairs, eps - 2 * lam, math.exp(-lam) * delta, calibration, opts)
+            with classic_warnings_suppressed():
+                m = calibrate(name, model, pairs, epsilon=eps - 2 * lam,
+                              delta=_candidate_delta(name, math.exp(-lam) * delta), calibration=calibration, **opts)
         except DistPrivError:
             return math.inf
         if not _meets(m.guarantee, eps - 2 * lam, math.exp(-lam) * delta):
@@ -353,7 +357,9 @@ def _theorem_5_7(
     res = optimize.minimize_scalar(objective, bounds=(1e-6 * eps, hi), method="bounded",
                                    options={"xatol": 1e-4 * min(eps, hi)})
     lam = float(res.x)
-    base = _calibrate(name, model, pairs, eps - 2 * lam, math.exp(-lam) * delta, calibration, opts)
+    with classic_warnings_suppressed():
+        base = calibrate(name, model, pairs, epsilon=eps - 2 * lam, delta=_candidate_delta(name, math.exp(-lam) * delta),
+                         calibration=calibration, **opts)
     t = relaxed.theorem_5_7(base.guarantee.epsilon, base.guarantee.delta, w, lam, dim)
     return base, lam, t.extra_laplace_scale, t.epsilon, t.delta
 
@@ -457,7 +463,10 @@ def evaluate_candidate(
                 return Candidate(name, label, True, "assumptions not rejected; release without noise is private (Thm 5.4)",
                                  dim, None, 0.0, None, g, 0.0,
                                  noiseless=NoiselessTest(chk.max_mahalanobis, chk.d_max))
-            mech = _calibrate(name, cal_model, pairs, epsilon, delta, calibration, opts, pure=cal_model is model)
+            with classic_warnings_suppressed():
+                mech = calibrate(name, cal_model, pairs, epsilon=epsilon,
+                                 delta=_candidate_delta(name, delta, pure=cal_model is model), calibration=calibration,
+                                 **opts)
             if not _meets(mech.guarantee, epsilon, delta):  # e.g. the classic rule weakened to its proven δ
                 return Candidate(name, label, False, f"proven guarantee (ε, δ) = ({mech.guarantee.epsilon:.4g}, "
                                  f"{mech.guarantee.delta:.3g}) misses the target ({epsilon:g}, {delta:g})", dim,
@@ -572,7 +581,9 @@ def _corrected(
                         else:
                             notes.append(f"Thm 5.6: Thm 5.4 fails at base ε = {e_b:.3g}")
                     else:
-                        mech = _calibrate(name, diag.pooled_model, pairs, e_b, d_b, calibration, opts)
+                        with classic_warnings_suppressed():
+                            mech = calibrate(name, diag.pooled_model, pairs, epsilon=e_b, delta=_candidate_delta(name, d_b),
+                                             calibration=calibration, **opts)
                         g = relaxed.apply_theorem_5_6(mech.guarantee, eta, lam).with_assumptions(
                             *passed, f"the shape assumptions above are made of the approximations f̂_θ = {what}, "
                             "not of the true f_θ")

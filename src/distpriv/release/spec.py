@@ -115,6 +115,65 @@ def _check_pairs(pairs: Sequence[Sequence[Any]]) -> tuple[tuple[float, float], .
     return tuple(out)
 
 
+
+# --------------------------------------------------------------------------- bounds (record-level DP)
+def _bound_number(text: Any, item: Any) -> float:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"expected COLUMN=LO:HI with numbers LO < HI, got {item!r}",
+                                    argument="bounds") from None
+    if not math.isfinite(v):
+        raise InvalidParameterError(f"bounds must be finite numbers, got {item!r}", argument="bounds")
+    return v
+
+
+def parse_bounds(value: Any) -> tuple[tuple[str, float, float], ...]:
+    """Declared public bounds per column: ``["age=17:90"]``, ``{"age": "17:90"}`` or ``{"age": (17, 90)}``.
+
+    Returns ``((column, lo, hi), ...)`` in the order given; lo >= hi, a repeated column or a malformed item
+    raise :class:`~distpriv.errors.InvalidParameterError` naming ``bounds``.
+    """
+    if value is None:
+        return ()
+    items: list[tuple[str, Any, Any, Any]] = []
+    if isinstance(value, Mapping):
+        for col, rng in value.items():
+            if isinstance(rng, str):
+                lo, sep, hi = rng.partition(":")
+                if not sep:
+                    raise InvalidParameterError(f"expected LO:HI for column {col!r}, got {rng!r}", argument="bounds")
+            elif isinstance(rng, Sequence) and len(rng) == 2:
+                lo, hi = rng
+            else:
+                raise InvalidParameterError(f"expected LO:HI or [LO, HI] for column {col!r}, got {rng!r}",
+                                            argument="bounds")
+            items.append((str(col), lo, hi, f"{col}={rng}"))
+    else:
+        seq = [value] if isinstance(value, str) else list(value)
+        for item in seq:
+            if isinstance(item, str):
+                col, sep, rng = item.rpartition("=")
+                lo, sep2, hi = rng.partition(":")
+                if not sep or not sep2 or not col.strip():
+                    raise InvalidParameterError(f"expected COLUMN=LO:HI (e.g. age=17:90), got {item!r}",
+                                                argument="bounds")
+                items.append((col.strip(), lo, hi, item))
+            elif isinstance(item, Sequence) and len(item) == 3:
+                items.append((str(item[0]), item[1], item[2], item))
+            else:
+                raise InvalidParameterError(f"expected COLUMN=LO:HI (e.g. age=17:90), got {item!r}", argument="bounds")
+    out: list[tuple[str, float, float]] = []
+    for col, lo_t, hi_t, item in items:
+        low, high = _bound_number(lo_t, item), _bound_number(hi_t, item)
+        if not low < high:
+            raise InvalidParameterError(f"lower bound must be below the upper bound, got {col}={low:g}:{high:g}",
+                                        argument="bounds")
+        if any(c == col for c, _, _ in out):
+            raise InvalidParameterError(f"column {col!r} is bounded twice", argument="bounds")
+        out.append((col, low, high))
+    return tuple(out)
+
 @dataclass(frozen=True)
 class ReleaseSpec:
     """A validated release request.
@@ -271,8 +330,6 @@ class ReleaseSpec:
 
     def _check_record(self) -> None:
         """Record-level DP (issue 22): E and D together, declared bounds, a noise law not read from the table."""
-        from .record import parse_bounds
-
         object.__setattr__(self, "bounds", parse_bounds(self.bounds))
         if (self.record_epsilon is None) != (self.record_delta is None):
             missing = "record_delta" if self.record_delta is None else "record_epsilon"
@@ -552,7 +609,5 @@ def build_spec(
     kwargs["independent"] = bool(kwargs.get("independent") or False)
     kwargs["model_from_data"] = bool(kwargs.get("model_from_data") or False)
     if "bounds" in kwargs:
-        from .record import parse_bounds
-
         kwargs["bounds"] = parse_bounds(kwargs["bounds"])
     return ReleaseSpec(**kwargs)

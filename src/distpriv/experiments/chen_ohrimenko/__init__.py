@@ -34,14 +34,14 @@ Modules: :mod:`.settings` (constants, mechanism rows, published values),
 :mod:`.context` (the cached Adult data context), :mod:`.measures` (one row's
 mechanism and the L2-error protocol), :mod:`.tables` / :mod:`.figures` (the
 computations), :mod:`.render` (Markdown, figures, the written report) and
-:mod:`.command` (:func:`run`). Everything callers use is re-exported here.
+:mod:`.command` (:func:`run_chen_ohrimenko`). Everything callers use is re-exported here.
 """
 
 from __future__ import annotations
 
 from ...calibration import CALIBRATIONS
 from ...formatting import dumps
-from .command import FIGURES, TABLES, run
+from .command import FIGURES, TABLES, run_chen_ohrimenko
 from .context import CONTEXT_CACHE_SIZE, Context, get_context
 from .figures import figure2, figure3, figure4, figure5
 from .measures import PAPER_DIRM_NOTE, paper_dirm_laplace
@@ -87,6 +87,6 @@ __all__ = [
     "GAUSSIAN_EVM", "GDP_MECHANISMS", "MODEL_SAMPLES", "N_RECORDS", "N_SHADOW", "N_TEST", "PAPER_DIRM_NOTE",
     "PAPER_TABLE3", "PAPER_TABLE4", "PAPER_TEXT", "PROPERTIES", "PROPERTY_LABELS", "REPS", "STUDY",
     "TABLE3_MECHANISMS", "TABLES", "ZERO_NOTE", "Context", "build_figure", "dumps", "figure2", "figure3",
-    "figure4", "figure5", "get_context", "pair_for", "paper_dirm_laplace", "plot", "chen_ohrimenko_markdown", "run",
+    "figure4", "figure5", "get_context", "pair_for", "paper_dirm_laplace", "plot", "chen_ohrimenko_markdown", "run_chen_ohrimenko",
     "table3", "table3_differences", "table4", "write_chen_ohrimenko_report",
 ]

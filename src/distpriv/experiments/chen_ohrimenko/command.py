@@ -15,7 +15,7 @@ TABLES: dict[int, Callable[..., dict[str, Any]]] = {3: table3, 4: table4}
 FIGURES: dict[int, Callable[..., dict[str, Any]]] = {2: figure2, 3: figure3, 4: figure4, 5: figure5}
 
 
-def run(
+def run_chen_ohrimenko(
     *, tables: Iterable[int] = (), figures: Iterable[int] = (), reps: int = REPS, seed: int = 0,
     calibration: str = "classic", paper_settings: bool = False, show_progress: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
