@@ -26,7 +26,7 @@ the 1,000 samples per θ, whose plan it needs). Per row:
   on the pair; Ding (L): the paper's δ; Kantorovich: the sensitivity Δ_K).
 
 Cost: a fresh full run is about 37 CPU seconds (the verified Laplace top-ups of ExpM (L) and DirM (L)
-and the audits take two thirds); ``run(cache=folder)`` memoises every calibration, audit and proven δ
+and the audits take two thirds); ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
 on disk (:mod:`.compare_cache`, keyed on the code and every input), so a repeated run gives the same
 rows in about 2 CPU seconds (``benchmarks/bench_compare.py``).
 """
