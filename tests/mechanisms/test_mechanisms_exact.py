@@ -203,3 +203,25 @@ def test_guarantees_list_the_assumptions_they_use():
         text = " ".join(on_model.assumptions)
         assert "N(μ_θ, Σ_θ)" in text and "model equals the true" in text
         assert any(n.startswith("accounting: ") for n in on_model.notes)
+
+
+@pytest.mark.parametrize("name", ["dirm-laplace", "expm-laplace"])
+def test_laplace_mechanisms_refuse_a_secret_that_changes_only_the_spread(name: str) -> None:
+    """Review finding: with every mean difference zero, Thm 5.1/5.3's Laplace noise is zero; DirM (L) used to
+    claim (1, 0) on N(5, 1) vs N(5, 4), whose noiseless δ(1) is ~0.2 (computed here by quadrature)."""
+    import math
+
+    from scipy import integrate
+    from scipy.stats import norm
+
+    model = dp.GaussianModel(means={0: [5.0], 1: [5.0]}, covariances={0: [[1.0]], 1: [[4.0]]})
+    pa, pb = norm(5, 1).pdf, norm(5, 2).pdf
+    delta = max(integrate.quad(lambda y, p=p, q=q: max(0.0, p(y) - math.e * q(y)), -20, 30, limit=500,
+                               points=[3.0, 7.0])[0] for p, q in ((pa, pb), (pb, pa)))
+    assert delta > 0.1  # releasing F without noise is far from (1, 1e-3)
+    with pytest.raises(dp.AssumptionError, match="model: every mean difference of Ψ is zero"):
+        dp.calibrate(name, model, [(0, 1)], epsilon=1.0, delta=1e-3)
+    same = dp.GaussianModel(means={0: [5.0, 1.0], 1: [5.0, 1.0]}, covariances={0: np.eye(2), 1: np.eye(2)})
+    mech = dp.calibrate(name, same, [(0, 1)], epsilon=1.0)
+    assert (mech.noise.kind, mech.guarantee.epsilon, mech.guarantee.delta) == ("none", 1.0, 0.0)
+    assert np.allclose(mech.release(np.array([5.0, 1.0]), rng=np.random.default_rng(0)), [5.0, 1.0])

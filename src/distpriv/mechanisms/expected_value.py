@@ -26,18 +26,46 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import AssumptionWarning
+from ..errors import AssumptionError, AssumptionWarning
 from ..guarantees import Calibration, Guarantee
 from ..models import pair_stats
 from ..noise import NoiseLaw
-from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, d_max, direction_basis
+from ..models import GaussianModel
+from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, covariance_gap, d_max, direction_basis
 from .base import Mechanism
+
+
+IDENTICAL_LAWS = ("every mean difference is zero and (GaussianModel) every pair's covariances are equal: f_θi = f_θj "
+                  "for every pair, so F's law does not depend on θ and releasing it without noise is (ε, 0)-DistP")
+
+
+def _no_mean_shift(inp: Inputs, label: str) -> None:
+    """Refuse a Laplace mechanism whose noise, scaled to the mean differences, would be zero while f_θ differs.
+
+    Theorems 5.1/5.3 scale the Laplace noise to Δ_E (the mean shift). When every μ_θi − μ_θj is zero
+    the noise is zero, which is (ε, 0)-DistP only if the laws are equal. On a GaussianModel whose
+    covariances differ across a pair the noiseless output laws N(μ, Σ_θi) and N(μ, Σ_θj) differ (the
+    secret changes only the spread): δ(ε) can be far above 0, so no Laplace claim of this form holds.
+    """
+    if isinstance(inp.model, GaussianModel) and covariance_gap(inp.model, inp.pairs) > 1e-12:
+        raise AssumptionError(
+            f"model: every mean difference of Ψ is zero, so {label}'s Laplace noise (scaled to them) would be zero, "
+            "but the covariances differ across θ: the secret changes the spread, not the mean, and releasing F without "
+            "noise would leak it. Use a Gaussian mechanism (expm-gauss, eigm, daum or optm), whose noise the exact "
+            "accounting tops up to the requested (ε, δ)")
 
 
 def expm_laplace(inp: Inputs) -> Mechanism:
     """Theorem 5.1: Lap(Δ_E,1/ε) on every component."""
     st = pair_stats(inp.model, inp.pairs)
     b = st.l1 / inp.epsilon
+    if b <= 0.0:
+        _no_mean_shift(inp, "ExpM (L)")
+        g0 = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
+                       assumptions=(TRANSLATION, MODEL_IS_TRUTH), theorem="Chen & Ohrimenko Thm 5.1",
+                       notes=(IDENTICAL_LAWS,))
+        return Mechanism("expm-laplace", "ExpM (L)", inp.model.dim, NoiseLaw.none(inp.model.dim), g0,
+                         details={"delta_e1": st.l1, "laplace_scale": 0.0})
     m = inp.model.dim
     g = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH), theorem="Chen & Ohrimenko Thm 5.1")
@@ -99,6 +127,9 @@ def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: f
     """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences."""
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)
+    if not basis.shape[1]:
+        _no_mean_shift(inp, "DirM (L)")
+        notes.append(IDENTICAL_LAWS)
     coords = np.abs(st.diffs @ basis).sum(axis=1) if basis.shape[1] else np.zeros(1)
     sens = float(coords.max(initial=0.0))
     b = sens / inp.epsilon
