@@ -506,6 +506,19 @@ def test_ledgers_need_the_key_they_were_signed_with(tmp_path: Path, monkeypatch:
     assert ledger_key_path() == tmp_path / "xdg" / "distpriv" / "ledger.key"
 
 
+def test_cell_files_are_written_as_numpy_saves_them(tmp_path: Path) -> None:
+    import io
+
+    from distpriv.release.ledger import _npy_parts, _npy_sha
+
+    cells = np.arange(24, dtype=np.uint64).reshape(8, 3)[::-1]  # not C-contiguous: written in C order
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(cells), allow_pickle=False)
+    header, data = _npy_parts(cells)
+    assert header + bytes(data) == buf.getvalue()
+    assert _npy_sha(cells) == hashlib.sha256(buf.getvalue()).hexdigest()
+
+
 def test_nan_missing_and_tampered_cell_files_are_refused(tmp_path: Path) -> None:
     e = entry(seed=1)
     write_ledger(tmp_path / "r", _ledger(e))
