@@ -433,16 +433,31 @@ def _unique_names(columns: Sequence[str]) -> list[str]:
     return out
 
 
-def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
+def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
+                     rows: int | None = None) -> NDArray[np.uint64]:
     """Hash every batch of an Arrow reader of :func:`distpriv.data.cell_hash.canonical_sql`; ``total``: one
-    row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column."""
+    row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column. With the row count ``rows``
+    known (files), the hashes are written into one preallocated array (no second copy at the end)."""
+    shape: tuple[int, ...] = (0,) if total else (0, len(keys))
+    if rows is not None:
+        out = np.empty((rows, *shape[1:]), dtype=np.uint64)
+        filled = 0
+        for batch in reader:
+            cells = batch_cells(batch, keys)
+            if filled + len(cells) > rows:
+                raise EngineError("the table changed while computing fingerprints", argument="data")
+            out[filled : filled + len(cells)] = cells.sum(axis=1, dtype=np.uint64) if total else cells
+            filled += len(cells)
+        if filled != rows:
+            raise EngineError("the table changed while computing fingerprints", argument="data")
+        return out
     parts = []
     for batch in reader:
         cells = batch_cells(batch, keys)
         parts.append(cells.sum(axis=1, dtype=np.uint64) if total else cells)
     if parts:
         return np.concatenate(parts)
-    return np.empty(0 if total else (0, len(keys)), dtype=np.uint64)
+    return np.empty(shape, dtype=np.uint64)
 
 
 def _v3_frame(data: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
@@ -487,8 +502,9 @@ def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], to
                 con = table.connection
                 rel.create_view(_VIEW, replace=True)
                 try:
+                    rows = int(con.sql(f"SELECT count(*) FROM {_VIEW}").fetchall()[0][0])  # Parquet: metadata
                     return _v3_reader_cells(_relation_reader(con.sql(v3_sql(rel.columns, rel.types, _VIEW))),
-                                            keys, total)
+                                            keys, total, rows)
                 finally:
                     con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
             import duckdb
