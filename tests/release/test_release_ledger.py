@@ -506,6 +506,23 @@ def test_ledgers_need_the_key_they_were_signed_with(tmp_path: Path, monkeypatch:
     assert ledger_key_path() == tmp_path / "xdg" / "distpriv" / "ledger.key"
 
 
+def test_ledgers_of_the_md5_scheme_are_refused_by_name(tmp_path: Path) -> None:
+    """A genuine (correctly signed) ledger written before scheme v3: its cells cannot be compared with v3 cells,
+    so it is refused with a message naming its scheme."""
+    from distpriv.release.ledger import _mac, ledger_key
+
+    path = write_ledger(tmp_path / "r", _ledger(entry(seed=1)))
+
+    def old(doc: dict) -> None:
+        doc["releases"][0]["cells"]["scheme"] = CELL_SCHEME_V2
+        doc["mac"] = _mac(doc, ledger_key(create=False))
+
+    _edit(path, old)
+    with pytest.raises(InvalidParameterError, match=r"cells of scheme 'distpriv-cell-md5-64/v2', not "
+                                                    r"'distpriv-cell-sip64/v3'"):
+        read_ledger(tmp_path / "r")
+
+
 def test_cell_files_are_written_as_numpy_saves_them(tmp_path: Path) -> None:
     import io
 

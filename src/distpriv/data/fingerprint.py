@@ -2,7 +2,9 @@
 
 Two schemes: whole rows as stored (:func:`row_fingerprints`, below), and one hash per *normalised* cell
 (:func:`cell_fingerprints`, :data:`CELL_SCHEME`: numbers by value, text trimmed and case-folded), which the
-release ledger keeps so that re-exported copies match on the columns they share (issue 27).
+release ledger keeps so that re-exported copies match on the columns they share (issue 27). The cell scheme
+is v3 (:mod:`distpriv.data.cell_hash`: typed 64-bit codes from the engine, keyed SipHash-2-4 in numpy);
+v2 (keyed MD5 of each normalised text, in the engine) is still computed on request (:data:`CELL_SCHEME_V2`).
 
 Scheme :data:`FINGERPRINT_SCHEME` (the same for every input type, so a release
 from a CSV file and a later one from a pandas frame of the same rows agree):

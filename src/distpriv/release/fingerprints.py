@@ -7,8 +7,10 @@ column dropped, added or re-cased, in another order or format, are the same
 data. The private ledger of a release therefore keeps, for every row, one keyed
 64-bit hash per column of the row's *normalised* cell
 (:func:`distpriv.data.fingerprint.cell_fingerprints`, scheme
-:data:`~distpriv.data.fingerprint.CELL_SCHEME`: numbers by value, text trimmed
-and case-folded, CSV and Parquet alike; column names trimmed and case-folded).
+:data:`~distpriv.data.fingerprint.CELL_SCHEME`, v3: numbers by exact value, text
+trimmed and case-folded, CSV and Parquet alike, hashed with keyed SipHash-2-4 by
+numpy, :mod:`distpriv.data.cell_hash`; column names trimmed and case-folded).
+Ledgers of scheme v2 (keyed MD5 of normalised text) are refused when read.
 A later table is hashed with the earlier release's key and rows are compared on
 the columns **both** tables have (a row restricted to columns S is identified by
 Σ_{c∈S} h_c mod 2⁶⁴), as multisets: a value present twice here and once there
