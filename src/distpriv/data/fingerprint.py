@@ -154,10 +154,14 @@ def _fingerprint_relation(con: Any, rel: Any, key_hex: str, *, count_first: bool
     return out
 
 
-def _relation_reader(rel: Any) -> Any:
+def _relation_reader(rel: Any, batch: int = 1_000_000) -> Any:
     """Arrow record-batch reader over a DuckDB relation (the method name differs across DuckDB versions)."""
     method = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
-    return method(1_000_000)
+    return method(batch)
+
+
+#: Rows per batch of the cell-hash query (its canonical parts are up to three columns per table column).
+_CELL_BATCH = 1 << 17
 
 
 def _fingerprint_arrow(data: Any, key_hex: str) -> NDArray[np.uint64]:
@@ -471,7 +475,8 @@ def _v3_frame(data: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray
         con.execute("SET enable_progress_bar = false")
         rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
         rel.create_view(_VIEW)
-        return _v3_reader_cells(_relation_reader(con.sql(v3_sql(rel.columns, rel.types, _VIEW))), keys, total)
+        query = con.sql(v3_sql(rel.columns, rel.types, _VIEW))
+        return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total)
     finally:
         con.close()
 
@@ -505,8 +510,8 @@ def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], to
                 rel.create_view(_VIEW, replace=True)
                 try:
                     rows = int(con.sql(f"SELECT count(*) FROM {_VIEW}").fetchall()[0][0])  # Parquet: metadata
-                    return _v3_reader_cells(_relation_reader(con.sql(v3_sql(rel.columns, rel.types, _VIEW))),
-                                            keys, total, rows)
+                    query = con.sql(v3_sql(rel.columns, rel.types, _VIEW))
+                    return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total, rows)
                 finally:
                     con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
             import duckdb
@@ -516,8 +521,8 @@ def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], to
                 con.execute("SET enable_progress_bar = false")
                 src = con.from_arrow(_relation_reader(rel))
                 src.create_view(_VIEW)
-                return _v3_reader_cells(_relation_reader(con.sql(v3_sql(src.columns, src.types, _VIEW))), keys,
-                                        total)
+                query = con.sql(v3_sql(src.columns, src.types, _VIEW))
+                return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total)
             finally:
                 con.close()
         if backend == "pandas":
