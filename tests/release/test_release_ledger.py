@@ -208,6 +208,19 @@ def test_cells_are_keyed_siphash_of_normalised_values() -> None:
     assert not np.intersect1d(other, cells).size  # another key, other hashes
 
 
+def test_numbers_match_by_exact_value_across_types() -> None:
+    key = bytes(range(16))
+    ints = pd.DataFrame({"x": [10**17, 3, -(2**63), 2**53 + 1]})
+    floats = pd.DataFrame({"x": [1e17, 3.0, -(2.0**63), 2.0**53]})
+    texts = pd.DataFrame({"x": ["100000000000000000", " 3 ", "-9223372036854775808", "9007199254740993"]})
+    a, b, c = (cell_fingerprints(t, key=key)[1][:, 0] for t in (ints, floats, texts))
+    np.testing.assert_array_equal(a, c)
+    assert a[:3].tolist() == b[:3].tolist() and a[3] != b[3]  # 2**53 + 1 is no float64: another number
+    # scheme v2 wrote 1e17 as '1e+17' and the integer as its digits: the same number did not match
+    v2 = [cell_fingerprints(t, key=key, scheme=CELL_SCHEME_V2)[1][0, 0] for t in (ints, floats)]
+    assert v2[0] != v2[1]
+
+
 def test_every_hashing_route_gives_the_reference_cells() -> None:
     """Large enough batches to take each route of distpriv.data.cell_hash: a small integer range hashed once per
     value, a float column with few values (dictionary), distinct floats and wide integers (element-wise), text
