@@ -547,6 +547,12 @@ def test_cell_files_are_written_as_numpy_saves_them(tmp_path: Path) -> None:
     header, data = _npy_parts(cells)
     assert header + bytes(data) == buf.getvalue()
     assert _npy_sha(cells) == hashlib.sha256(buf.getvalue()).hexdigest()
+    column_major = np.asfortranarray(cells)  # what file tables give: saved as np.save saves it (fortran_order)
+    buf = io.BytesIO()
+    np.save(buf, column_major, allow_pickle=False)
+    header, data = _npy_parts(column_major)
+    assert header + bytes(data) == buf.getvalue() and b"'fortran_order': True" in header
+    np.testing.assert_array_equal(np.load(io.BytesIO(buf.getvalue())), cells)
 
 
 def test_nan_missing_and_tampered_cell_files_are_refused(tmp_path: Path) -> None:

@@ -445,8 +445,8 @@ def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
     row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column. With the row count ``rows``
     known (files), the hashes are written into one preallocated array (no second copy at the end)."""
     shape: tuple[int, ...] = (0,) if total else (0, len(keys))
-    if rows is not None:
-        out = np.empty((rows, *shape[1:]), dtype=np.uint64)
+    if rows is not None:  # column-major, so that callers can reorder rows one column at a time, in place
+        out = np.empty((rows, *shape[1:]), dtype=np.uint64, order="F")
         filled = 0
         for batch in reader:
             cells = batch_cells(batch, keys)

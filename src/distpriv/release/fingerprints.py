@@ -89,7 +89,11 @@ def table_cells(table: Any, key: str) -> tuple[tuple[str, ...], NDArray[np.uint6
     names, cells = cell_fingerprints(table, key=key_bytes(key))
     # rows with equal identities are equal rows (up to a 2^-64 chance), so an unstable sort gives the same array
     order = np.argsort(row_sums(cells))
-    return tuple(names), np.take(cells, order, axis=0)
+    if not cells.flags.f_contiguous or cells.flags.c_contiguous:
+        return tuple(names), np.take(cells, order, axis=0)
+    for j in range(cells.shape[1]):  # column-major (files): reorder each column in place, one column of scratch
+        cells[:, j] = cells[order, j]
+    return tuple(names), cells
 
 
 def count_shared(current: NDArray[np.uint64], previous: NDArray[np.uint64]) -> int:

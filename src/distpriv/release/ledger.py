@@ -151,10 +151,12 @@ def _npy_parts(arr: NDArray[np.uint64]) -> tuple[bytes, memoryview]:
     data), as its header and a view of the data: no copy of a large cell array (issue 26)."""
     import io
 
-    data = np.ascontiguousarray(arr, dtype="<u8")
+    fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous and arr.dtype == np.dtype("<u8")
+    data = arr if fortran else np.ascontiguousarray(arr, dtype="<u8")  # a column-major array is saved as such
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, np.lib.format.header_data_from_array_1_0(data))
-    return buf.getvalue(), memoryview(data.reshape(-1).view(np.uint8).data)
+    flat = data.T.reshape(-1) if fortran else data.reshape(-1)  # the bytes in the header's order, no copy
+    return buf.getvalue(), memoryview(flat.view(np.uint8).data)
 
 
 def _npy_sha(arr: NDArray[np.uint64]) -> str:
