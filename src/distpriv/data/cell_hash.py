@@ -1,6 +1,7 @@
 """Scheme v3 of the ledger's cell hashes: the engine normalises each cell to a typed 64-bit code, numpy hashes it.
 
-Scheme :data:`CELL_SCHEME` (``distpriv-cell-sip64/v3``). Every cell of column ``name`` becomes a *kind* and
+Scheme ``distpriv-cell-sip64/v3`` (:data:`distpriv.data.fingerprint.CELL_SCHEME`; this module is imported
+only when cells are hashed, not on every release). Every cell of column ``name`` becomes a *kind* and
 a 64-bit *code*:
 
 * missing (null, NaN, empty or blank text): kind 0, code 0;
@@ -43,9 +44,6 @@ from numpy.typing import NDArray
 
 from .siphash import siphash24
 from .sources import quote_ident
-
-#: Identifier of this scheme (stored in the release ledger next to the cells).
-CELL_SCHEME = "distpriv-cell-sip64/v3"
 
 MISSING, INT, FLOAT, TEXT = 0, 1, 2, 3
 _KINDS = 4

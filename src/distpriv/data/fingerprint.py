@@ -42,9 +42,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import EngineError, InvalidParameterError, InvalidTypeError
-from .cell_hash import CELL_SCHEME as V3_SCHEME
-from .cell_hash import batch_cells, kind_keys
-from .cell_hash import canonical_sql as v3_sql
 from .sources import Table, engine_errors, open_table, quote_ident
 
 #: Identifier of the fingerprint scheme (stored next to fingerprints so that schemes never mix).
@@ -258,7 +255,7 @@ def row_fingerprints(
 # --------------------------------------------------------------------------- normalised cells (issue 27)
 #: Identifier of the per-cell scheme of :func:`cell_fingerprints` (stored in the release ledger): scheme v3,
 #: typed 64-bit codes hashed with SipHash-2-4 by numpy (:mod:`distpriv.data.cell_hash`).
-CELL_SCHEME = V3_SCHEME
+CELL_SCHEME = "distpriv-cell-sip64/v3"
 #: The earlier scheme (keyed MD5 of each cell's normalised text, computed by DuckDB, about ten times slower):
 #: still computed on request, to compare a table with a ledger entry written before v3.
 CELL_SCHEME_V2 = "distpriv-cell-md5-64/v2"
@@ -444,6 +441,8 @@ def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
     """Hash every batch of an Arrow reader of :func:`distpriv.data.cell_hash.canonical_sql`; ``total``: one
     row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column. With the row count ``rows``
     known (files), the hashes are written into one preallocated array (no second copy at the end)."""
+    from .cell_hash import batch_cells
+
     shape: tuple[int, ...] = (0,) if total else (0, len(keys))
     if rows is not None:  # column-major, so that callers can reorder rows one column at a time, in place
         out = np.empty((rows, *shape[1:]), dtype=np.uint64, order="F")
@@ -469,6 +468,8 @@ def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
 def _v3_frame(data: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
     """Scheme v3 hashes of an in-memory pandas DataFrame / pyarrow Table / RecordBatch, scanned by DuckDB."""
     import duckdb
+
+    from .cell_hash import canonical_sql as v3_sql
 
     con = duckdb.connect(":memory:")
     try:
@@ -500,6 +501,8 @@ def _v3_spark(batches: Any, keys: list[NDArray[np.uint64]], total: bool) -> Any:
 def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
     """Scheme v3 over ``cols`` of ``table``: the engine computes the canonical parts, numpy the hashes;
     (rows, len(cols)) uint64 (or (rows,) row totals), row order of the engine."""
+    from .cell_hash import canonical_sql as v3_sql
+
     backend = table.backend
     m = 1 if total else len(cols)
     with engine_errors(table.what, backend):
@@ -579,6 +582,8 @@ def cell_fingerprints(
     table, cols = _table_columns(data, columns, open_options)
     names = _unique_names(cols)
     if scheme == CELL_SCHEME:
+        from .cell_hash import kind_keys
+
         return names, _v3_engine(table, cols, [kind_keys(bytes(key), n) for n in names], total=False)
     params = [f"{key_hex}\x1f{n}\x1f" for n in names]
     return names, _engine_hashes(table, cols, _cell_sql, params)
@@ -595,4 +600,6 @@ def normalised_row_hashes(data: Any, *, key: bytes, columns: Sequence[str], **op
         raise InvalidParameterError("columns: need at least one column")
     table.check_columns(cols, "columns")
     names = _unique_names(cols)
+    from .cell_hash import kind_keys
+
     return _v3_engine(table, cols, [kind_keys(bytes(key), n) for n in names], total=True).reshape(-1)
