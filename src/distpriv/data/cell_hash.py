@@ -19,7 +19,7 @@ and its hash is SipHash-2-4 (:mod:`distpriv.data.siphash`) of the code under a k
 ``"distpriv-cell/v3" ‖ 0x1F ‖ name ‖ 0x1F ‖ kind``). The same value therefore hashes alike from a CSV, a
 Parquet file or a frame, and the normalisation is the one of scheme v2 (numbers by value, text trimmed and
 case-folded) with numbers compared exactly instead of through their ``%.17g`` text: cells equal under v2 are
-equal under v3, and v3 also matches an integer with an integral float of the same value beyond 10¹⁵ (v2 wrote
+equal under v3 (one exception: v2 also equated an infinite float with the text ``inf``), and v3 also matches an integer with an integral float of the same value beyond 10¹⁵ (v2 wrote
 ``1e+17`` and ``100000000000000000``), so a re-export is detected at least as often as before. Different cells of a
 column collide with probability about 2⁻⁶⁴ per pair (SipHash is a PRF; two distinct texts also collide in the
 64-bit digest with probability about 2⁻⁶⁴) — a collision can only add a spurious match, which makes the
