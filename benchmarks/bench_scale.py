@@ -25,10 +25,15 @@ child process so that its peak RSS (``ru_maxrss`` from ``wait4``) is its own:
 * ``release-pop``  the CLI ``distpriv release`` of a 2,000-row table with the
                 big file as ``--population`` (JSON output, mechanism auto);
 * ``release-self`` the CLI ``distpriv release --model-from-data`` of the big
-                file itself, n = all rows (up to ``--self-max`` rows).
+                file itself, n = all rows (up to ``--self-max`` rows);
+* ``release-self-out`` the same with ``--out`` (public files and the private
+                ledger, whose cell fingerprints hash every cell of the table).
 
-Times are measured inside the child after its imports; the figures to report
-are the ratios to ``groupby`` in the same run and the RSS column. ``--big``
+Times are measured inside the child after its imports, as wall seconds and as
+CPU seconds of the child (user + system, every thread: DuckDB's workers
+included; the figure to trust on a loaded machine); ``process CPU`` is the
+whole child from ``wait4`` (interpreter start and imports too). The figures to
+report are the ratios to ``groupby`` in the same run and the RSS column. ``--big``
 adds 40M rows, and 100M when the disk has room. ``--out`` writes the table as
 Markdown, the raw numbers as JSON and a log-log plot of time and RSS against rows.
 ``--repeat N`` runs each measurement N times and reports the median time; the
@@ -54,14 +59,19 @@ PROTECT = "income=>50K"
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, resource, sys, time
     path, task = sys.argv[1], sys.argv[2]
+
+    def cpu():  # user + system seconds of this process, every thread (DuckDB's workers included)
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
     stats = ["mean:age", "count:sex=Female", "mean:hours"]
     protect = "income=>50K"
     if task == "groupby":
         import duckdb
         con = duckdb.connect()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu()
         rows = con.sql(f'''
             SELECT income = '>50K' AS g, count(*) AS n,
                    sum(v0), sum(v1), sum(v2),
@@ -73,11 +83,11 @@ CHILD = textwrap.dedent(
     elif task == "pandas":
         import pandas as pd
         from distpriv.moments import GroupMoments
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu()
         frame = pd.read_parquet(path, columns=["age", "sex", "hours", "income"])
         gm = GroupMoments.from_frame(frame, stats, protect)
         out = {"seconds": time.perf_counter() - t, "check": sorted(gm.counts.tolist())}
-    elif task in ("release-pop", "release-self"):
+    elif task in ("release-pop", "release-self", "release-self-out"):
         import contextlib, io
         from distpriv.cli import main
         common = ["--stat", "mean:age", "--stat", "count:sex=Female", "--stat", "mean:hours", "--protect", protect,
@@ -86,8 +96,12 @@ CHILD = textwrap.dedent(
             args = ["release", sys.argv[3], "--population", path, *common]
         else:  # the big file modelled from itself, n = all rows
             args = ["release", path, "--model-from-data", *common]
+        if task == "release-self-out":  # also the public files and the private ledger (row fingerprints)
+            import tempfile
+            args += ["--out", os.path.join(tempfile.mkdtemp(prefix="distpriv-bench-out-"), "out")]
+            os.environ.setdefault("DISTPRIV_HOME", os.path.dirname(args[-1]))
         buf = io.StringIO()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu()
         with contextlib.redirect_stdout(buf):
             try:
                 main(args)
@@ -96,10 +110,11 @@ CHILD = textwrap.dedent(
                     raise
         doc = json.loads(buf.getvalue())
         out = {"seconds": time.perf_counter() - t, "check": [doc["mechanism"]]}
+
     else:
         from distpriv import data as dd
         from distpriv.moments import moment_model
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu()
         if task == "summarize":
             s = dd.summarize(path, stats, protect)
             out = {"check": sorted(s.moments.counts.tolist()), "passes": s.passes}
@@ -112,7 +127,11 @@ CHILD = textwrap.dedent(
             fp = dd.row_fingerprints(path, key=bytes(32))
             out = {"check": [int(fp.size)]}
         out["seconds"] = time.perf_counter() - t
+    out["cpu"] = cpu() - c
     print(json.dumps(out))
+    if task == "release-self-out":  # the ledger's cell file is rows x columns x 8 bytes: do not leave it
+        import shutil
+        shutil.rmtree(os.path.dirname(args[-1]), ignore_errors=True)
     """
 )
 
@@ -153,23 +172,27 @@ def run_child(path: Path, task: str, extra: str = "") -> dict:
         except (ValueError, IndexError):
             raise SystemExit(f"{task}: unexpected output {raw[:500]!r}") from None
     out["rss_mb"] = usage.ru_maxrss / 1024
+    out["process_cpu"] = usage.ru_utime + usage.ru_stime  # the whole child: interpreter start and imports too
     return out
 
 
 def markdown_table(results: list[dict], tasks: list[str]) -> str:
     """Markdown table: per size, each task's seconds, ratio to ``groupby`` and peak RSS."""
-    head = "| rows | file MB | " + " | ".join(f"{t} s (× groupby) | {t} RSS MB" for t in tasks) + " |"
-    rule = "|" + "---:|" * (2 + 2 * len(tasks))
+    head = "| rows | file MB | " + " | ".join(
+        f"{t} s (× groupby) | {t} CPU s (× groupby) | {t} RSS MB" for t in tasks) + " |"
+    rule = "|" + "---:|" * (2 + 3 * len(tasks))
     lines = [head, rule]
     for row in results:
         base = row["tasks"]["groupby"]["seconds"]
+        base_cpu = row["tasks"]["groupby"]["cpu"]
         cells = [f"{row['rows']:,}", f"{row['file_mb']:.0f}"]
         for task in tasks:
             r = row["tasks"].get(task)
             if r is None:
-                cells += ["–", "–"]
+                cells += ["–", "–", "–"]
             else:
-                cells += [f"{r['seconds']:.2f} ({r['seconds'] / base:.1f}×)", f"{r['rss_mb']:.0f}"]
+                cells += [f"{r['seconds']:.2f} ({r['seconds'] / base:.1f}×)",
+                          f"{r['cpu']:.2f} ({r['cpu'] / base_cpu:.1f}×)", f"{r['rss_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -181,16 +204,14 @@ def goal_lines(results: list[dict]) -> list[str]:
     out = []
     for row in results:
         t = row["tasks"]
-        base = t["groupby"]["seconds"]
-        parts = []
-        if "release-pop" in t:
-            parts.append(f"release-pop / groupby = {t['release-pop']['seconds'] / base:.1f}x")
-        if "release-self" in t:
-            parts.append(f"release-self / groupby = {t['release-self']['seconds'] / base:.1f}x")
-            if "summarize" in t:
-                parts.append(f"release-self / summarize = {t['release-self']['seconds'] / t['summarize']['seconds']:.1f}x")
-        if parts:
-            out.append(f"{row['rows']:,} rows: " + ", ".join(parts))
+        for metric, label in (("seconds", "wall"), ("cpu", "CPU"), ("process_cpu", "process CPU")):
+            base = t["groupby"][metric]
+            parts = [f"{task} / groupby = {t[task][metric] / base:.1f}x"
+                     for task in ("release-pop", "release-self", "release-self-out") if task in t]
+            if "release-self" in t and "summarize" in t:
+                parts.append(f"release-self / summarize = {t['release-self'][metric] / t['summarize'][metric]:.1f}x")
+            if parts:
+                out.append(f"{row['rows']:,} rows, {label}: " + ", ".join(parts))
     return out
 
 
@@ -245,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                              "scale.json (raw numbers) to this folder")
     parser.add_argument("--tasks", nargs="+", default=["groupby", "summarize", "model", "fingerprint", "pandas"],
                         choices=["groupby", "summarize", "model", "fingerprint", "pandas", "release-pop",
-                                 "release-self"],
+                                 "release-self", "release-self-out"],
                         help="what to measure (groupby always runs: it is the baseline)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run every measurement this many times and report the median time (max RSS)")
@@ -265,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = ["groupby", *(t for t in args.tasks if t != "groupby")]
     where = machine()
     print(f"query {STATS}, protect {PROTECT!r}; Parquet files in {workdir}; {where}")
-    print(f"{'rows':>11} {'file MB':>8} | " + " | ".join(f"{t:>20}" for t in tasks))
-    print(f"{'':>11} {'':>8} | " + " | ".join(f"{'s (x groupby) RSS MB':>20}" for _ in tasks))
+    print(f"{'rows':>11} {'file MB':>8} | " + " | ".join(f"{t:>34}" for t in tasks))
+    print(f"{'':>11} {'':>8} | " + " | ".join(f"{'wall s (x)  CPU s (x)  RSS MB':>34}" for _ in tasks))
     results: list[dict] = []
     made: list[Path] = []
     try:
@@ -283,24 +304,28 @@ def main(argv: list[str] | None = None) -> int:
             for task in tasks:
                 if task == "pandas" and rows > 10_000_000:
                     continue
-                if task == "release-self" and rows > args.self_max:
+                if task in ("release-self", "release-self-out") and rows > args.self_max:
                     continue
                 runs = [run_child(path, task, str(small)) for _ in range(args.repeat)]
                 runs.sort(key=lambda r: r["seconds"])
                 measured[task] = {**runs[len(runs) // 2], "runs": [r["seconds"] for r in runs],
+                                  "cpu": sorted(r["cpu"] for r in runs)[len(runs) // 2],
+                                  "process_cpu": sorted(r["process_cpu"] for r in runs)[len(runs) // 2],
                                   "rss_mb": max(r["rss_mb"] for r in runs)}
             checks = {t: r["check"] for t, r in measured.items()
-                      if t not in ("fingerprint", "release-pop", "release-self")}
+                      if t not in ("fingerprint", "release-pop", "release-self", "release-self-out")}
             if len({json.dumps(c) for c in checks.values()}) != 1:
                 raise SystemExit(f"group counts disagree: {checks}")
             base = measured["groupby"]["seconds"]
+            base_cpu = measured["groupby"]["cpu"]
             cells = []
             for task in tasks:
                 r = measured.get(task)
                 if r is None:
-                    cells.append(f"{'-':>20}")
+                    cells.append(f"{'-':>34}")
                 else:
-                    cells.append(f"{r['seconds']:6.2f} ({r['seconds'] / base:4.1f}x) {r['rss_mb']:5.0f}")
+                    cells.append(f"{r['seconds']:6.2f} ({r['seconds'] / base:4.1f}x) {r['cpu']:6.2f} "
+                                 f"({r['cpu'] / base_cpu:4.1f}x) {r['rss_mb']:5.0f}")
             size_mb = path.stat().st_size / 2**20
             print(f"{rows:>11,} {size_mb:>8.0f} | " + " | ".join(cells), flush=True)
             results.append({"rows": rows, "file_mb": size_mb, "tasks": measured})

@@ -8,17 +8,20 @@ copy) run on an Adult-like table whose fnlwgt makes rows unique, as in the censu
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import re
 import stat
+import struct
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from distpriv.data.fingerprint import CELL_SCHEME, cell_fingerprints
+from distpriv.data.fingerprint import CELL_SCHEME, CELL_SCHEME_V2, cell_fingerprints
+from distpriv.data.siphash import siphash24
 from distpriv.errors import AssumptionError, InvalidParameterError, render_references
 from distpriv.guarantees import Guarantee
 from distpriv.release.compose import check_compatible, compose_releases, decide_propositions
@@ -77,11 +80,90 @@ def reference_text(v: object) -> str | None:
     return t.lower()
 
 
-def reference_cell(name: str, value: object, key: bytes) -> int:
+def reference_cell_v2(name: str, value: object, key: bytes) -> int:
     text = reference_text(value)
     cell = "-" if text is None else "=" + text
     digest = hashlib.md5(f"{key.hex()}\x1f{name.strip().casefold()}\x1f{cell}".encode()).digest()
     return int.from_bytes(digest[8:16], "little")
+
+
+_M64 = (1 << 64) - 1
+
+
+def siphash24_reference(k: bytes, msg: bytes) -> int:
+    """SipHash-2-4 of any message, straight from the paper (Aumasson & Bernstein 2012), in pure Python."""
+    k0, k1 = int.from_bytes(k[:8], "little"), int.from_bytes(k[8:16], "little")
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (64 - r))) & _M64
+
+    def rnd() -> None:
+        v[0] = (v[0] + v[1]) & _M64
+        v[1] = rotl(v[1], 13) ^ v[0]
+        v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & _M64
+        v[3] = rotl(v[3], 16) ^ v[2]
+        v[0] = (v[0] + v[3]) & _M64
+        v[3] = rotl(v[3], 21) ^ v[0]
+        v[2] = (v[2] + v[1]) & _M64
+        v[1] = rotl(v[1], 17) ^ v[2]
+        v[2] = rotl(v[2], 32)
+
+    tail = len(msg) % 8
+    blocks = [int.from_bytes(msg[i : i + 8], "little") for i in range(0, len(msg) - tail, 8)]
+    blocks.append(((len(msg) & 0xFF) << 56) | int.from_bytes(msg[len(msg) - tail :], "little"))
+    for m in blocks:
+        v[3] ^= m
+        rnd()
+        rnd()
+        v[0] ^= m
+    v[2] ^= 0xFF
+    for _ in range(4):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def reference_code(v: object) -> tuple[int, int]:
+    """(kind, code) of one cell under scheme v3, written independently of distpriv (see distpriv.data.cell_hash)."""
+    def number(x: float) -> tuple[int, int]:
+        x = float(x) + 0.0
+        if math.isnan(x):
+            return 0, 0
+        if math.isfinite(x) and x == int(x) and -(2**63) <= x < 2**63:
+            return 1, int(x) & _M64
+        return 2, int.from_bytes(struct.pack("<d", x), "little")
+
+    def text(t: str) -> tuple[int, int]:
+        return 3, int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+
+    def integer(i: int) -> tuple[int, int]:
+        return (1, i & _M64) if -(2**63) <= i < 2**63 else text(str(i))
+
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return 0, 0
+    if isinstance(v, (bool, np.bool_)):
+        return 1, int(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return integer(int(v))
+    if isinstance(v, (float, np.floating)):
+        return number(float(v))
+    t = str(v).strip(" \t\n\r\x0b\x0c")
+    if t == "":
+        return 0, 0
+    if _INT.fullmatch(t) and abs(int(t)) < 2**127:
+        return integer(int(t))
+    if _INT.fullmatch(t) or _DEC.fullmatch(t):
+        return number(float(t))
+    if t.lower() in ("true", "false"):
+        return 1, int(t.lower() == "true")
+    return text(t.lower())
+
+
+def reference_cell(name: str, value: object, key: bytes) -> int:
+    kind, code = reference_code(value)
+    sub = hmac.new(key, f"distpriv-cell/v3\x1f{name.strip().casefold()}\x1f{kind}".encode(), hashlib.sha256).digest()
+    return siphash24_reference(sub[:16], code.to_bytes(8, "little"))
 
 
 TRICKY = pd.DataFrame({
@@ -93,14 +175,30 @@ TRICKY = pd.DataFrame({
 })
 
 
-def test_cells_are_keyed_md5_of_normalised_values_computed_by_the_engine() -> None:
-    assert CELL_SCHEME == "distpriv-cell-md5-64/v2"
+def test_siphash_matches_the_paper_and_a_pure_python_reference() -> None:
+    key = bytes(range(16))
+    assert siphash24_reference(key, bytes(range(15))) == 0xA129CA6149BE45E5  # the paper's Appendix A
+    assert siphash24_reference(key, bytes(range(8))) == 0x93F5F5799A932462  # reference vector of 8 bytes
+    words = np.random.default_rng(3).integers(0, 2**63, size=40_000, dtype=np.int64).view(np.uint64) * np.uint64(3)
+    k0 = np.random.default_rng(4).integers(0, 2**63, size=words.size, dtype=np.int64).view(np.uint64)
+    got = siphash24(words, k0, np.uint64(0x0F0E0D0C0B0A0908))  # several chunks, a key per element
+    for i in (0, 1, 16_383, 16_384, 39_999):
+        k = int(k0[i]).to_bytes(8, "little") + bytes(range(8, 16))
+        assert int(got[i]) == siphash24_reference(k, int(words[i]).to_bytes(8, "little"))
+
+
+def test_cells_are_keyed_siphash_of_normalised_values() -> None:
+    assert CELL_SCHEME == "distpriv-cell-sip64/v3"
     key = bytes(range(32))
     names, cells = cell_fingerprints(TRICKY, key=key)
     assert names == ["race", "age", "w", "s", "b"]
     want = np.array([[reference_cell(c, TRICKY[c].iloc[r], key) for c in TRICKY.columns] for r in range(len(TRICKY))],
                     dtype=np.uint64)
     np.testing.assert_array_equal(cells, want)
+    # scheme v2 (ledgers written before v3) is still computed on request, by the engine's MD5
+    _, old = cell_fingerprints(TRICKY, key=key, scheme=CELL_SCHEME_V2)
+    np.testing.assert_array_equal(old, [[reference_cell_v2(c, TRICKY[c].iloc[r], key) for c in TRICKY.columns]
+                                        for r in range(len(TRICKY))])
     # numbers by value, text trimmed and case-folded: these agree cell by cell
     assert reference_text("007") == "7" == reference_text(7.0) and reference_text(" White") == "white"
     assert reference_text("5.0") == "5" and reference_text("-0") == "0" and reference_text("1e3") == "1000"
@@ -108,6 +206,46 @@ def test_cells_are_keyed_md5_of_normalised_values_computed_by_the_engine() -> No
     assert len(set(cells[:, 1].tolist())) == 8  # 2**60 keeps its exact digits
     other = cell_fingerprints(TRICKY, key=bytes(32))[1]
     assert not np.intersect1d(other, cells).size  # another key, other hashes
+
+
+def test_numbers_match_by_exact_value_across_types() -> None:
+    key = bytes(range(16))
+    ints = pd.DataFrame({"x": [10**17, 3, -(2**63), 2**53 + 1]})
+    floats = pd.DataFrame({"x": [1e17, 3.0, -(2.0**63), 2.0**53]})
+    texts = pd.DataFrame({"x": ["100000000000000000", " 3 ", "-9223372036854775808", "9007199254740993"]})
+    a, b, c = (cell_fingerprints(t, key=key)[1][:, 0] for t in (ints, floats, texts))
+    np.testing.assert_array_equal(a, c)
+    assert a[:3].tolist() == b[:3].tolist() and a[3] != b[3]  # 2**53 + 1 is no float64: another number
+    # scheme v2 wrote 1e17 as '1e+17' and the integer as its digits: the same number did not match
+    v2 = [cell_fingerprints(t, key=key, scheme=CELL_SCHEME_V2)[1][0, 0] for t in (ints, floats)]
+    assert v2[0] != v2[1]
+
+
+def test_every_hashing_route_gives_the_reference_cells() -> None:
+    """Large enough batches to take each route of distpriv.data.cell_hash: a small integer range hashed once per
+    value, a float column with few values (dictionary), distinct floats and wide integers (element-wise), text
+    with numbers and gaps (per-kind keys), booleans; checked cell by cell against the reference on sampled rows."""
+    n = 20_000
+    r = np.random.default_rng(11)
+    text = r.choice(["a", " B", "12", "3.5", "", "true", "x y"], n).astype(object)
+    text[::13] = None
+    df = pd.DataFrame({
+        "id": np.arange(n) * 7 - 5000,
+        "small": r.integers(-40, 90, n),
+        "wide": r.integers(-(2**62), 2**62, n),
+        "few": r.integers(0, 300, n) / 4.0 + 0.125,
+        "many": r.standard_normal(n),
+        "txt": text,
+        "flag": r.random(n) < 0.3,
+    })
+    df.loc[5, "many"] = np.nan
+    key = bytes(range(16))
+    names, cells = cell_fingerprints(df, key=key)
+    assert names == list(df.columns)
+    by_id = {int(h): i for i, h in enumerate(cells[:, 0])}
+    for row in range(0, n, 97):
+        got = cells[by_id[reference_cell("id", int(df["id"].iloc[row]), key)]]
+        assert got.tolist() == [reference_cell(c, df[c].iloc[row], key) for c in df.columns]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -379,6 +517,42 @@ def test_ledgers_need_the_key_they_were_signed_with(tmp_path: Path, monkeypatch:
     monkeypatch.delenv("DISTPRIV_HOME")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert ledger_key_path() == tmp_path / "xdg" / "distpriv" / "ledger.key"
+
+
+def test_ledgers_of_the_md5_scheme_are_refused_by_name(tmp_path: Path) -> None:
+    """A genuine (correctly signed) ledger written before scheme v3: its cells cannot be compared with v3 cells,
+    so it is refused with a message naming its scheme."""
+    from distpriv.release.ledger import _mac, ledger_key
+
+    path = write_ledger(tmp_path / "r", _ledger(entry(seed=1)))
+
+    def old(doc: dict) -> None:
+        doc["releases"][0]["cells"]["scheme"] = CELL_SCHEME_V2
+        doc["mac"] = _mac(doc, ledger_key(create=False))
+
+    _edit(path, old)
+    with pytest.raises(InvalidParameterError, match=r"cells of scheme 'distpriv-cell-md5-64/v2', not "
+                                                    r"'distpriv-cell-sip64/v3'"):
+        read_ledger(tmp_path / "r")
+
+
+def test_cell_files_are_written_as_numpy_saves_them(tmp_path: Path) -> None:
+    import io
+
+    from distpriv.release.ledger import _npy_parts, _npy_sha
+
+    cells = np.arange(24, dtype=np.uint64).reshape(8, 3)[::-1]  # not C-contiguous: written in C order
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(cells), allow_pickle=False)
+    header, data = _npy_parts(cells)
+    assert header + bytes(data) == buf.getvalue()
+    assert _npy_sha(cells) == hashlib.sha256(buf.getvalue()).hexdigest()
+    column_major = np.asfortranarray(cells)  # what file tables give: saved as np.save saves it (fortran_order)
+    buf = io.BytesIO()
+    np.save(buf, column_major, allow_pickle=False)
+    header, data = _npy_parts(column_major)
+    assert header + bytes(data) == buf.getvalue() and b"'fortran_order': True" in header
+    np.testing.assert_array_equal(np.load(io.BytesIO(buf.getvalue())), cells)
 
 
 def test_nan_missing_and_tampered_cell_files_are_refused(tmp_path: Path) -> None:

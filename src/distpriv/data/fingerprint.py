@@ -2,7 +2,9 @@
 
 Two schemes: whole rows as stored (:func:`row_fingerprints`, below), and one hash per *normalised* cell
 (:func:`cell_fingerprints`, :data:`CELL_SCHEME`: numbers by value, text trimmed and case-folded), which the
-release ledger keeps so that re-exported copies match on the columns they share (issue 27).
+release ledger keeps so that re-exported copies match on the columns they share (issue 27). The cell scheme
+is v3 (:mod:`distpriv.data.cell_hash`: typed 64-bit codes from the engine, keyed SipHash-2-4 in numpy);
+v2 (keyed MD5 of each normalised text, in the engine) is still computed on request (:data:`CELL_SCHEME_V2`).
 
 Scheme :data:`FINGERPRINT_SCHEME` (the same for every input type, so a release
 from a CSV file and a later one from a pandas frame of the same rows agree):
@@ -149,10 +151,14 @@ def _fingerprint_relation(con: Any, rel: Any, key_hex: str, *, count_first: bool
     return out
 
 
-def _relation_reader(rel: Any) -> Any:
+def _relation_reader(rel: Any, batch: int = 1_000_000) -> Any:
     """Arrow record-batch reader over a DuckDB relation (the method name differs across DuckDB versions)."""
     method = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
-    return method(1_000_000)
+    return method(batch)
+
+
+#: Rows per batch of the cell-hash query (its canonical parts are up to three columns per table column).
+_CELL_BATCH = 1 << 17
 
 
 def _fingerprint_arrow(data: Any, key_hex: str) -> NDArray[np.uint64]:
@@ -247,8 +253,14 @@ def row_fingerprints(
 
 
 # --------------------------------------------------------------------------- normalised cells (issue 27)
-#: Identifier of the per-cell scheme of :func:`cell_fingerprints` (stored in the release ledger).
-CELL_SCHEME = "distpriv-cell-md5-64/v2"
+#: Identifier of the per-cell scheme of :func:`cell_fingerprints` (stored in the release ledger): scheme v3,
+#: typed 64-bit codes hashed with SipHash-2-4 by numpy (:mod:`distpriv.data.cell_hash`).
+CELL_SCHEME = "distpriv-cell-sip64/v3"
+#: The earlier scheme (keyed MD5 of each cell's normalised text, computed by DuckDB, about ten times slower):
+#: still computed on request, to compare a table with a ledger entry written before v3.
+CELL_SCHEME_V2 = "distpriv-cell-md5-64/v2"
+#: Every scheme :func:`cell_fingerprints` computes.
+CELL_SCHEMES = (CELL_SCHEME, CELL_SCHEME_V2)
 
 _WS = "' ' || chr(9) || chr(10) || chr(13) || chr(11) || chr(12)"
 _INT_RE = r"[+-]?[0-9]+"
@@ -321,13 +333,6 @@ def _cell_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     outs = ", ".join(f"md5_number_lower(?::VARCHAR || (CASE WHEN t{i} IS NULL THEN '-' ELSE '=' || t{i} END)) AS h{i}"
                      for i in range(len(columns)))
     return f"SELECT {outs} FROM ({_stages(columns, types, source)})"
-
-
-def _row_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
-    """One keyed hash per row of the normalised cells (length-prefixed, in the given order): column ``h0``."""
-    body = " || ".join(f"(CASE WHEN t{i} IS NULL THEN '-' ELSE CAST(strlen(t{i}) AS VARCHAR) || ':' || t{i} END)"
-                       for i in range(len(columns)))
-    return f"SELECT md5_number_lower(?::VARCHAR || {body}) AS h0 FROM ({_stages(columns, types, source)})"
 
 
 def _hash_frame(data: Any, build: Any, params: list[str]) -> NDArray[np.uint64]:
@@ -431,13 +436,136 @@ def _unique_names(columns: Sequence[str]) -> list[str]:
     return out
 
 
+def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
+                     rows: int | None = None) -> NDArray[np.uint64]:
+    """Hash every batch of an Arrow reader of :func:`distpriv.data.cell_hash.canonical_sql`; ``total``: one
+    row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column. With the row count ``rows``
+    known (files), the hashes are written into one preallocated array (no second copy at the end)."""
+    from .cell_hash import batch_cells
+
+    shape: tuple[int, ...] = (0,) if total else (0, len(keys))
+    if rows is not None:  # column-major, so that callers can reorder rows one column at a time, in place
+        out = np.empty((rows, *shape[1:]), dtype=np.uint64, order="F")
+        filled = 0
+        for batch in reader:
+            cells = batch_cells(batch, keys)
+            if filled + len(cells) > rows:
+                raise EngineError("the table changed while computing fingerprints", argument="data")
+            out[filled : filled + len(cells)] = cells.sum(axis=1, dtype=np.uint64) if total else cells
+            filled += len(cells)
+        if filled != rows:
+            raise EngineError("the table changed while computing fingerprints", argument="data")
+        return out
+    parts = []
+    for batch in reader:
+        cells = batch_cells(batch, keys)
+        parts.append(cells.sum(axis=1, dtype=np.uint64) if total else cells)
+    if parts:
+        return np.concatenate(parts)
+    return np.empty(shape, dtype=np.uint64)
+
+
+def _v3_frame(data: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
+    """Scheme v3 hashes of an in-memory pandas DataFrame / pyarrow Table / RecordBatch, scanned by DuckDB."""
+    import duckdb
+
+    from .cell_hash import canonical_sql as v3_sql
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET enable_progress_bar = false")
+        rel = con.from_df(data) if hasattr(data, "iloc") else con.from_arrow(data)
+        rel.create_view(_VIEW)
+        query = con.sql(v3_sql(rel.columns, rel.types, _VIEW))
+        return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total)
+    finally:
+        con.close()
+
+
+def _v3_dask(pdf: Any, keys: list[NDArray[np.uint64]], total: bool) -> Any:
+    import pandas as pd
+
+    out = _v3_frame(pdf, keys, total).reshape(len(pdf), -1)
+    return pd.DataFrame({f"h{i}": out[:, i] for i in range(out.shape[1])}, dtype="uint64")
+
+
+def _v3_spark(batches: Any, keys: list[NDArray[np.uint64]], total: bool) -> Any:
+    import pyarrow as pa
+
+    for batch in batches:
+        out = _v3_frame(pa.Table.from_batches([batch]), keys, total).reshape(batch.num_rows, -1).view(np.int64)
+        yield pa.RecordBatch.from_arrays([pa.array(out[:, i], type=pa.int64()) for i in range(out.shape[1])],
+                                         names=[f"h{i}" for i in range(out.shape[1])])
+
+
+def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
+    """Scheme v3 over ``cols`` of ``table``: the engine computes the canonical parts, numpy the hashes;
+    (rows, len(cols)) uint64 (or (rows,) row totals), row order of the engine."""
+    from .cell_hash import canonical_sql as v3_sql
+
+    backend = table.backend
+    m = 1 if total else len(cols)
+    with engine_errors(table.what, backend):
+        if backend == "duckdb":
+            rel = table.native.select(*[quote_ident(c) for c in cols])
+            if table.connection is not None:
+                con = table.connection
+                rel.create_view(_VIEW, replace=True)
+                try:
+                    rows = int(con.sql(f"SELECT count(*) FROM {_VIEW}").fetchall()[0][0])  # Parquet: metadata
+                    query = con.sql(v3_sql(rel.columns, rel.types, _VIEW))
+                    return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total, rows)
+                finally:
+                    con.execute(f"DROP VIEW IF EXISTS {_VIEW}")
+            import duckdb
+
+            con = duckdb.connect(":memory:")
+            try:
+                con.execute("SET enable_progress_bar = false")
+                src = con.from_arrow(_relation_reader(rel))
+                src.create_view(_VIEW)
+                query = con.sql(v3_sql(src.columns, src.types, _VIEW))
+                return _v3_reader_cells(_relation_reader(query, _CELL_BATCH), keys, total)
+            finally:
+                con.close()
+        if backend == "pandas":
+            return _v3_frame(table.native[cols], keys, total)
+        if backend == "polars":
+            return _v3_frame(table.native.select(cols).to_arrow(), keys, total)
+        if backend == "pyarrow":
+            return _v3_frame(table.native.select(cols), keys, total)
+        if backend == "polars-lazy":
+            lazy = table.native.select(cols)
+            batches = lazy.collect_batches() if hasattr(lazy, "collect_batches") else [lazy.collect()]
+            parts = [_v3_frame(b.to_arrow(), keys, total) for b in batches]
+            return np.concatenate(parts) if parts else np.empty(0 if total else (0, m), dtype=np.uint64)
+        if backend == "dask":
+            import pandas as pd
+
+            meta = pd.DataFrame({f"h{i}": pd.Series(dtype="uint64") for i in range(m)})
+            frame = table.native[cols].map_partitions(_v3_dask, keys, total, meta=meta).compute()
+            out = np.asarray(frame.to_numpy(), dtype=np.uint64).reshape(-1, m)
+            return out.reshape(-1) if total else out
+        if backend == "pyspark":
+            schema = ", ".join(f"h{i} long" for i in range(m))
+            sdf = table.native.select(*cols).mapInArrow(lambda it: _v3_spark(it, keys, total), schema)
+            arrow = sdf.toArrow()
+            out = np.column_stack([np.asarray(arrow.column(f"h{i}").to_numpy(), dtype=np.int64)
+                                   for i in range(m)]).view(np.uint64).reshape(-1, m)
+            return out.reshape(-1) if total else out
+    raise InvalidTypeError(f"{table.what}: fingerprints are not supported for backend {backend!r}")  # pragma: no cover
+
+
 def cell_fingerprints(
-    data: Any, *, key: bytes, columns: Sequence[str] | None = None, **open_options: Any
+    data: Any, *, key: bytes, columns: Sequence[str] | None = None, scheme: str = CELL_SCHEME, **open_options: Any
 ) -> tuple[list[str], NDArray[np.uint64]]:
-    """Keyed 64-bit hashes of every normalised cell, one column per table column (scheme :data:`CELL_SCHEME`).
+    """Keyed 64-bit hashes of every normalised cell, one column per table column (scheme :data:`CELL_SCHEME`, or
+    ``scheme`` = :data:`CELL_SCHEME_V2` to compare with a ledger entry written before v3).
 
     Returns ``(names, cells)``: the normalised column names (:func:`normalise_name`, made unique) and a
-    ``(rows, len(names))`` uint64 array in the engine's row order, where
+    ``(rows, len(names))`` uint64 array in the engine's row order. Scheme v3: ``cells[r, c]`` is SipHash-2-4 of
+    the cell's typed 64-bit code under a key derived from ``key``, ``names[c]`` and the code's kind
+    (:mod:`distpriv.data.cell_hash`). Scheme v2:
 
         cells[r, c] = lower 64 bits of MD5(hex(key) ‖ 0x1F ‖ names[c] ‖ 0x1F ‖ cell)
 
@@ -448,20 +576,30 @@ def cell_fingerprints(
     reordered, renamed in case, dropped or added, in CSV or Parquet, agree on the columns they share.
     """
     key_hex = _check_key(key)
+    if scheme not in CELL_SCHEMES:
+        raise InvalidParameterError(f"unknown cell scheme {scheme!r} (known: {', '.join(CELL_SCHEMES)})",
+                                    argument="scheme")
     table, cols = _table_columns(data, columns, open_options)
     names = _unique_names(cols)
+    if scheme == CELL_SCHEME:
+        from .cell_hash import kind_keys
+
+        return names, _v3_engine(table, cols, [kind_keys(bytes(key), n) for n in names], total=False)
     params = [f"{key_hex}\x1f{n}\x1f" for n in names]
     return names, _engine_hashes(table, cols, _cell_sql, params)
 
 
 def normalised_row_hashes(data: Any, *, key: bytes, columns: Sequence[str], **open_options: Any) -> NDArray[np.uint64]:
-    """One keyed 64-bit hash per row of the normalised cells of ``columns`` (equal rows, equal hashes); used to
-    count value collisions of a (large) population without materialising a cell per row."""
-    key_hex = _check_key(key)
+    """One keyed 64-bit hash per row of the normalised cells of ``columns`` (equal rows, equal hashes): the sum
+    mod 2⁶⁴ of the row's scheme-v3 cell hashes, reduced batch by batch; used to count value collisions of a
+    (large) population without materialising a cell per row."""
+    _check_key(key)
     table: Table = open_table(data, **open_options)
     cols = list(dict.fromkeys(columns))
     if not cols:
         raise InvalidParameterError("columns: need at least one column")
     table.check_columns(cols, "columns")
-    order = sorted(cols, key=normalise_name)
-    return _engine_hashes(table, order, _row_sql, [f"{key_hex}\x1f"]).reshape(-1)
+    names = _unique_names(cols)
+    from .cell_hash import kind_keys
+
+    return _v3_engine(table, cols, [kind_keys(bytes(key), n) for n in names], total=True).reshape(-1)

@@ -7,8 +7,10 @@ column dropped, added or re-cased, in another order or format, are the same
 data. The private ledger of a release therefore keeps, for every row, one keyed
 64-bit hash per column of the row's *normalised* cell
 (:func:`distpriv.data.fingerprint.cell_fingerprints`, scheme
-:data:`~distpriv.data.fingerprint.CELL_SCHEME`: numbers by value, text trimmed
-and case-folded, CSV and Parquet alike; column names trimmed and case-folded).
+:data:`~distpriv.data.fingerprint.CELL_SCHEME`, v3: numbers by exact value, text
+trimmed and case-folded, CSV and Parquet alike, hashed with keyed SipHash-2-4 by
+numpy, :mod:`distpriv.data.cell_hash`; column names trimmed and case-folded).
+Ledgers of scheme v2 (keyed MD5 of normalised text) are refused when read.
 A later table is hashed with the earlier release's key and rows are compared on
 the columns **both** tables have (a row restricted to columns S is identified by
 Σ_{c∈S} h_c mod 2⁶⁴), as multisets: a value present twice here and once there
@@ -85,8 +87,13 @@ def table_cells(table: Any, key: str) -> tuple[tuple[str, ...], NDArray[np.uint6
     """Normalised column names and the (rows, columns) keyed cell hashes of ``table``, rows sorted by their
     whole-row identity (the file's row order is not kept)."""
     names, cells = cell_fingerprints(table, key=key_bytes(key))
-    order = np.argsort(row_sums(cells), kind="stable")
-    return tuple(names), np.ascontiguousarray(cells[order])
+    # rows with equal identities are equal rows (up to a 2^-64 chance), so an unstable sort gives the same array
+    order = np.argsort(row_sums(cells))
+    if not cells.flags.f_contiguous or cells.flags.c_contiguous:
+        return tuple(names), np.take(cells, order, axis=0)
+    for j in range(cells.shape[1]):  # column-major (files): reorder each column in place, one column of scratch
+        cells[:, j] = cells[order, j]
+    return tuple(names), cells
 
 
 def count_shared(current: NDArray[np.uint64], previous: NDArray[np.uint64]) -> int:

@@ -141,16 +141,24 @@ def _cells_name(release_id: str) -> str:
     return f"cells-{release_id}.npy"
 
 
-def _npy_bytes(arr: NDArray[np.uint64]) -> bytes:
+def _npy_parts(arr: NDArray[np.uint64]) -> tuple[bytes, memoryview]:
+    """The ``.npy`` file of ``arr`` as np.save writes it (format 1.0 header, then the C-order little-endian
+    data), as its header and a view of the data: no copy of a large cell array (issue 26)."""
     import io
 
+    fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous and arr.dtype == np.dtype("<u8")
+    data = arr if fortran else np.ascontiguousarray(arr, dtype="<u8")  # a column-major array is saved as such
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(arr, dtype="<u8"), allow_pickle=False)
-    return buf.getvalue()
+    np.lib.format.write_array_header_1_0(buf, np.lib.format.header_data_from_array_1_0(data))
+    flat = data.T.reshape(-1) if fortran else data.reshape(-1)  # the bytes in the header's order, no copy
+    return buf.getvalue(), memoryview(flat.view(np.uint8).data)
 
 
 def _npy_sha(arr: NDArray[np.uint64]) -> str:
-    return hashlib.sha256(_npy_bytes(arr)).hexdigest()
+    header, data = _npy_parts(arr)
+    digest = hashlib.sha256(header)
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def _canonical(doc: dict[str, Any]) -> bytes:
@@ -210,11 +218,13 @@ def _mac(body: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, _canonical({k: v for k, v in body.items() if k != "mac"}), hashlib.sha256).hexdigest()
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write a new file with mode 0600 (whatever the umask)."""
+def _write_private(path: Path, data: bytes, *more: memoryview) -> None:
+    """Write a new file with mode 0600 (whatever the umask): ``data`` then each of ``more``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
+        for part in more:
+            fh.write(part)
     os.chmod(path, 0o600)
 
 
@@ -241,7 +251,7 @@ def write_ledger(out: Path, ledger: Ledger) -> Path:
     os.chmod(folder, 0o700)
     _write_private(folder / "README.txt", (NOTICE + "\n").encode("utf-8"))
     for entry in ledger.chain:
-        _write_private(folder / _cells_name(entry.id), _npy_bytes(entry.cells))
+        _write_private(folder / _cells_name(entry.id), *_npy_parts(entry.cells))
     body: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
