@@ -28,12 +28,10 @@ from numpy.typing import ArrayLike
 
 from ..errors import AssumptionError, AssumptionWarning
 from ..guarantees import Calibration, Guarantee
-from ..models import pair_stats
+from ..models import GaussianModel, pair_stats
 from ..noise import NoiseLaw
-from ..models import GaussianModel
 from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, covariance_gap, d_max, direction_basis
 from .base import Mechanism
-
 
 IDENTICAL_LAWS = ("every mean difference is zero and (GaussianModel) every pair's covariances are equal: f_θi = f_θj "
                   "for every pair, so F's law does not depend on θ and releasing it without noise is (ε, 0)-DistP")
