@@ -117,9 +117,18 @@ def parse_positive_list(text: str | None, name: str, kind: type = float) -> tupl
 
 
 def prepare_out(out: str | Path | None) -> Path | None:
-    """Create ``--out`` directory if given and return it as a Path."""
+    """Create the ``out`` folder of a reproduction or the demo if given and return it as a Path.
+
+    The folder is checked first like a release's (:func:`distpriv.release.outdir.check_out` with
+    ``force``): it must not be, lie under, or contain a symbolic link (so no file is ever written
+    through a link), nor be the current folder or hold the ledger key. Existing regular files of the
+    same names are replaced, so a reproduction can be re-run into its folder.
+    """
     if out is None:
         return None
+    from .release.outdir import check_out
+
     p = Path(out)
+    check_out(p, force=True)
     p.mkdir(parents=True, exist_ok=True)
     return p

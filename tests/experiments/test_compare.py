@@ -125,3 +125,26 @@ def test_compare_cache_prunes_only_its_own_folders(tmp_path) -> None:  # noqa: A
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted(["c" * 16, "d" * 16, "notahexname00000", cc.code_fingerprint()[:16]])
     assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_reproduction_out_folder_never_writes_through_a_link(tmp_path) -> None:  # noqa: ANN001
+    """Review finding: ``reproduce compare --out DIR`` followed a planted ``compare.md`` link and overwrote its target."""
+    from distpriv.errors import InvalidParameterError
+    from distpriv.formatting import prepare_out
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("user data")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "compare.md").symlink_to(victim)
+    with pytest.raises(InvalidParameterError, match="out: .*compare.md is a symbolic link"):
+        prepare_out(out)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real", target_is_directory=True)
+    with pytest.raises(InvalidParameterError, match="symbolic link"):
+        prepare_out(tmp_path / "linked")
+    with pytest.raises(InvalidParameterError, match="symbolic link"):
+        prepare_out(tmp_path / "linked" / "sub")
+    assert victim.read_text() == "user data"
+    fresh = prepare_out(tmp_path / "new" / "sub")
+    assert fresh is not None and fresh.is_dir()
