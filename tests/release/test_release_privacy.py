@@ -250,12 +250,12 @@ def test_shared_rows_are_found_by_content(pub: Path, chain: dict[str, dict]) -> 
     assert text.endswith("\n")
     (pub / "d45_byte.csv").write_text(text[:-1] + "7\n")  # one byte appended to the last value
     pd.read_csv(pub / "d45.csv").sample(frac=1.0, random_state=3).to_parquet(pub / "d45.parquet")
-    res = run_all({
+    res = _refusals({
         "byte": ["release", "d45_byte.csv", *CHAIN, "--previous", "c1", "--out", "never1"],
         "byte_indep": ["release", "d45_byte.csv", *CHAIN, "--previous", "c1", "--independent", "--out", "never2"],
         "parquet": ["release", "d45.parquet", *CHAIN, "--previous", "c3", "--independent", "--out", "never3"],
         "no_claim": ["release", "d55.csv", *CHAIN, "--previous", "c1", "--out", "never4"],
-    }, pub)
+    }, pub, "byte", fresh_warnings=True)
     for k, r in res.items():
         assert r.returncode == 2, (k, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and r.stdout == "", (k, r.stderr)
@@ -287,14 +287,16 @@ def _ledger_edit(folder: Path, fn: object) -> None:
     path.write_text(json.dumps(doc))
 
 
-def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str) -> dict[str, subprocess.CompletedProcess[str]]:
+def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str, *, fresh_warnings: bool = False
+              ) -> dict[str, subprocess.CompletedProcess[str]]:
     """Refused releases: ``subprocess_case`` through the console script (its one stderr line and exit status end to
     end), the others in-process through the same entry point (they stop before computing; a process each would
-    add only its ~2 s of imports)."""
+    add only its ~2 s of imports); ``fresh_warnings``: with the warnings a fresh process shows (_cli.py)."""
     from _cli import run_in_process
 
     out = run_all({subprocess_case: cases[subprocess_case]}, cwd)
-    out.update({k: run_in_process(v, cwd) for k, v in cases.items() if k != subprocess_case})
+    out.update({k: run_in_process(v, cwd, fresh_warnings=fresh_warnings) for k, v in cases.items()
+                if k != subprocess_case})
     return out
 
 
