@@ -1,4 +1,9 @@
-"""``distpriv audit`` / ``audit-local`` / ``release --audit`` on dp.audit, and the side-channel check."""
+"""``distpriv audit`` / ``audit-local`` / ``release --audit`` on dp.audit, and the side-channel check.
+
+The commands run through the console script's entry point in this process (:func:`_cli.run_in_process`: a fresh
+process only added its imports, ~2 s CPU each; the side-channel check still runs its synthetic releases as fresh
+processes); ``test_audit_trials_error_names_the_minimum`` runs the console script itself, so its one-line error and
+exit status are checked end to end."""
 
 from __future__ import annotations
 
@@ -49,9 +54,10 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_audit_cli_model_from_data(table: Path) -> None:
-    res = run(["audit", "t.csv", "--stat", "mean:age", "--stat", "mean:hours", *BASE, "--samples", "100",
-               "--model-from-data", "--mechanism", "expm-laplace", "--trials", "1000", "--format", "json",
-               "--side-channel-runs", "1", "--out", "audit_out"], table)
+    res = run_in_process(["audit", "t.csv", "--stat", "mean:age", "--stat", "mean:hours", *BASE, "--samples", "100",
+                          "--model-from-data", "--mechanism", "expm-laplace", "--trials", "1000", "--format", "json",
+                          "--side-channel-runs", "1", "--out", "audit_out"], table,
+                         fresh_warnings=True)
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""  # no progress bar when stderr is not a terminal
     doc = json.loads(res.stdout)
@@ -84,7 +90,7 @@ def test_audit_cli_refutes_an_overclaiming_declared_model(table: Path) -> None:
     audited against its own model the claim is exactly tight and stands (exit 0)."""
     args = ["audit", "t.csv", *DECL, "--model", "loose.json", "--mechanism", "eigm", "--side-channel-runs", "1",
             "--trials", "50000", "--format", "json"]
-    bad = run([*args, "--audit-model", "truth.json"], table)
+    bad = run_in_process([*args, "--audit-model", "truth.json"], table, fresh_warnings=True)
     assert bad.returncode == EXIT_REFUTED == 3, bad.stderr
     assert bad.stderr.count("\n") == 1 and "the claim is refuted" in bad.stderr
     doc = json.loads(bad.stdout)
@@ -97,7 +103,7 @@ def test_audit_cli_refutes_an_overclaiming_declared_model(table: Path) -> None:
     assert pair["exact_epsilon"] == pytest.approx(gaussian_epsilon(1.0 / math.sqrt(0.04 + sz2), 1e-3), rel=1e-9)
     assert pair["exact_epsilon"] == pytest.approx(1.72, abs=0.01)
 
-    ok = run([*args[:-2], "--trials", "3000", "--format", "json"], table)
+    ok = run_in_process([*args[:-2], "--trials", "3000", "--format", "json"], table, fresh_warnings=True)
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert not doc["refuted"] and doc["pairs"][0]["exact_epsilon"] == pytest.approx(1.0, abs=1e-6)
@@ -129,8 +135,9 @@ def test_audit_trials_error_names_the_minimum(table: Path) -> None:
 
 
 def test_release_with_audit_section(table: Path) -> None:
-    res = run(["release", "t.csv", *DECL, "--model", "loose.json", "--mechanism", "eigm", "--seed", "1",
-               "--audit", "--trials", "2000", "--format", "json", "--out", "rel_out"], table)
+    res = run_in_process(["release", "t.csv", *DECL, "--model", "loose.json", "--mechanism", "eigm", "--seed", "1",
+                          "--audit", "--trials", "2000", "--format", "json", "--out", "rel_out"], table,
+                         fresh_warnings=True)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["audit"]["pairs"][0]["trials"] == 2000 and not doc["audit"]["refuted"]
@@ -139,15 +146,16 @@ def test_release_with_audit_section(table: Path) -> None:
     assert "## Audit" in md and "figures/audit_roc_1.png" in md and (table / "rel_out" / "figures" / "audit_roc_1.png").is_file()
     assert "audit" not in json.loads((table / "rel_out" / "release.json").read_text())
     # the audit would put the private rows into a public report: refused, nothing written
-    bad = run(["release", "t.csv", *DECL, "--model-from-data", "--samples", "50", "--audit", "--out", "rel_bad"], table)
+    bad = run_in_process(["release", "t.csv", *DECL, "--model-from-data", "--samples", "50", "--audit", "--out",
+                          "rel_bad"], table, fresh_warnings=True)
     assert bad.returncode == 2 and "--audit: not with --model-from-data" in bad.stderr
     assert not (table / "rel_bad").exists()
 
 
 def test_audit_local_cli(tmp_path: Path) -> None:
     lam = ["--lambda0", "0.7,0.1,0.1,0.1", "--lambda1", "0.1,0.7,0.1,0.1"]
-    res = run(["audit-local", "--randomized-response", "4,1", *lam, "--trials", "20000", "--format", "json",
-               "--out", "loc"], tmp_path)
+    res = run_in_process(["audit-local", "--randomized-response", "4,1", *lam, "--trials", "20000", "--format", "json",
+                          "--out", "loc"], tmp_path, fresh_warnings=True)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     # exact ε of RR(4, ε=1) on this pair at δ = 0: max over outputs of |ln(A#λ1[y]/A#λ0[y])|
@@ -162,12 +170,13 @@ def test_audit_local_cli(tmp_path: Path) -> None:
 
     over = tmp_path / "m.json"
     over.write_text(json.dumps({"matrix": [[0.9, 0.1], [0.1, 0.9]]}))
-    res = run(["audit-local", "--matrix", "m.json", "--lambda0", "1,0", "--lambda1", "0,1", "--epsilon", "1",
-               "--trials", "2000", "--format", "json"], tmp_path)
+    res = run_in_process(["audit-local", "--matrix", "m.json", "--lambda0", "1,0", "--lambda1", "0,1", "--epsilon", "1",
+                          "--trials", "2000", "--format", "json"], tmp_path, fresh_warnings=True)
     assert res.returncode == 3 and "refuted" in res.stderr  # true ε = ln 9 ≈ 2.2 > 1
     assert json.loads(res.stdout)["exact_epsilon"] == pytest.approx(math.log(9.0))
 
-    bad = run(["audit-local", "--matrix", "m.json", "--lambda0", "1,0,0", "--lambda1", "0,1"], tmp_path)
+    bad = run_in_process(["audit-local", "--matrix", "m.json", "--lambda0", "1,0,0", "--lambda1", "0,1"], tmp_path,
+                         fresh_warnings=True)
     assert bad.returncode == 2 and "--lambda0: expected 2 probabilities" in bad.stderr
 
 

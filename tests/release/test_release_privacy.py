@@ -6,6 +6,10 @@
 * fresh noise every run, seeded runs flagged;
 * composition through private ledgers: chains add up, shared rows are found by content, every bad ledger
   and every bad model file is one line on stderr, exit 2, nothing written.
+
+The composition releases (the chain, Prop. A.4) and most refusals run the console script's entry point in-process
+with the warnings a fresh process shows (``_cli.run_in_process(fresh_warnings=True)``; a process each added only its
+imports, issue 26); the two-dataset diffs, the fresh-noise runs and one refusal per test stay subprocesses.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _cli import run_in_process
 from distpriv.errors import InvalidParameterError, InvalidTypeError
-from test_release import run, run_all
+from test_release import run_all
 
 BASE = ["--protect", "income=>50K", "--pairs", "0.45,0.55", "--epsilon", "1", "--delta", "1e-3"]
 STATS = ["--stat", "mean:age", "--stat", "count:sex=Female"]
@@ -220,7 +225,7 @@ def chain(pub: Path) -> dict[str, dict]:
     out = {}
     for name, data, prev in (("c1", "d45.csv", None), ("c2", "e1.csv", "c1"), ("c3", "e2.csv", "c2")):
         extra = ["--previous", prev, "--independent", "--id", "id"] if prev else []
-        r = run(["release", data, *CHAIN, "--out", name, *extra], pub)
+        r = run_in_process(["release", data, *CHAIN, "--out", name, *extra], pub, fresh_warnings=True)
         assert r.returncode == 0, r.stderr
         out[name] = json.loads(r.stdout)
     return out
@@ -250,12 +255,12 @@ def test_shared_rows_are_found_by_content(pub: Path, chain: dict[str, dict]) -> 
     assert text.endswith("\n")
     (pub / "d45_byte.csv").write_text(text[:-1] + "7\n")  # one byte appended to the last value
     pd.read_csv(pub / "d45.csv").sample(frac=1.0, random_state=3).to_parquet(pub / "d45.parquet")
-    res = run_all({
+    res = _refusals({
         "byte": ["release", "d45_byte.csv", *CHAIN, "--previous", "c1", "--out", "never1"],
         "byte_indep": ["release", "d45_byte.csv", *CHAIN, "--previous", "c1", "--independent", "--out", "never2"],
         "parquet": ["release", "d45.parquet", *CHAIN, "--previous", "c3", "--independent", "--out", "never3"],
         "no_claim": ["release", "d55.csv", *CHAIN, "--previous", "c1", "--out", "never4"],
-    }, pub)
+    }, pub, "byte", fresh_warnings=True)
     for k, r in res.items():
         assert r.returncode == 2, (k, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and r.stdout == "", (k, r.stderr)
@@ -271,9 +276,9 @@ def test_prop_a4_composes_repeated_releases_when_theta_fixes_the_statistic(pub: 
     # proportion:income=>50K is round(θn)/n in every modelled dataset: each θ fixes F (Prop. A.4)
     args = ["--stat", "proportion:income=>50K", *BASE, "--population", "pop.csv", "--samples", "40",
             "--mechanism", "expm-laplace", "--format", "json"]
-    first = run(["release", "d45.csv", *args, "--out", "a4"], pub)
+    first = run_in_process(["release", "d45.csv", *args, "--out", "a4"], pub, fresh_warnings=True)
     assert first.returncode == 0, first.stderr
-    again = run(["release", "d45.csv", *args, "--previous", "a4"], pub)
+    again = run_in_process(["release", "d45.csv", *args, "--previous", "a4"], pub, fresh_warnings=True)
     assert again.returncode == 0, again.stderr
     comp = json.loads(again.stdout)["composition"]
     assert comp["proposition"] == "A.4" and comp["guarantee"]["epsilon"] == pytest.approx(2.0)
@@ -287,14 +292,14 @@ def _ledger_edit(folder: Path, fn: object) -> None:
     path.write_text(json.dumps(doc))
 
 
-def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str) -> dict[str, subprocess.CompletedProcess[str]]:
+def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str, *, fresh_warnings: bool = False
+              ) -> dict[str, subprocess.CompletedProcess[str]]:
     """Refused releases: ``subprocess_case`` through the console script (its one stderr line and exit status end to
     end), the others in-process through the same entry point (they stop before computing; a process each would
-    add only its ~2 s of imports)."""
-    from _cli import run_in_process
-
+    add only its ~2 s of imports); ``fresh_warnings``: with the warnings a fresh process shows (_cli.py)."""
     out = run_all({subprocess_case: cases[subprocess_case]}, cwd)
-    out.update({k: run_in_process(v, cwd) for k, v in cases.items() if k != subprocess_case})
+    out.update({k: run_in_process(v, cwd, fresh_warnings=fresh_warnings) for k, v in cases.items()
+                if k != subprocess_case})
     return out
 
 
