@@ -53,3 +53,19 @@ def test_library_errors_reach_the_cli_with_flags() -> None:
     assert str(err.value) == "model_from_data: give only one of population=, model= and model_from_data="
     assert render_error(err.value) == "--model-from-data: give only one of --population, --model and --model-from-data"
 
+
+
+def test_newcomer_errors_name_real_flags_and_useful_hints() -> None:
+    """Review findings on palmerpenguins-like columns: a column check names ``--stat`` (not ``--statistic``); a
+    prefix typo gets "did you mean", not a backticks hint; a fact about Ψ names every option that can give Ψ."""
+    from distpriv.cli.arguments import render_error
+    from distpriv.data.sources import _column_hint
+    from distpriv.errors import InvalidParameterError
+
+    assert render_error(InvalidParameterError("unknown column", argument="statistic")) == "--stat: unknown column"
+    assert render_error(InvalidParameterError("share 0.7 needs 240", argument="psi")).startswith("--pairs/--around/--range:")
+    names = ["species", "body_mass_g", "flipper-length", "sex"]
+    assert _column_hint("body_mass", names) == " (did you mean 'body_mass_g'?)"
+    assert _column_hint("flipper", names) == " (a name containing operators such as 'flipper-length' needs backticks: `flipper-length`)"
+    assert _column_hint("specis", names) == " (did you mean 'species'?)"
+    assert _column_hint("zzz", names) == ""

@@ -13,6 +13,8 @@ from ..errors import DistPrivError
 #: Python argument name → CLI flag, where the two differ beyond ``_`` → ``-``.
 FLAGS: dict[str, str] = {
     "stats": "--stat",
+    "statistic": "--stat",  # one statistic's column check (data.sources.check_columns purpose)
+    "psi": "--pairs/--around/--range",  # a fact about Ψ's property values, whichever option gave them
     "data": "data",  # the positional argument DATA
     "audit_model": "--audit-model",
 }

@@ -197,9 +197,7 @@ class Table:
         schema = self.schema
         for col in columns:
             if col not in schema:
-                near = [str(c) for c in schema if str(c).startswith(str(col)) and str(c) != str(col)]
-                hint = (f" (a name containing operators such as {near[0]!r} needs backticks: `{near[0]}`)"
-                        if near else "")
+                hint = _column_hint(str(col), [str(c) for c in schema])
                 raise InvalidParameterError(
                     f"unknown column {col!r} in {self.what}{hint}; available columns are "
                     f"{list_preview(list(schema))}", argument=purpose
@@ -511,3 +509,16 @@ def open_table(
     if na_values is not None or decimal is not None or thousands is not None:
         raise InvalidParameterError("na_values, decimal, thousands: only apply to CSV file inputs, not to frames")
     return _wrap_frame(data, what)
+
+
+def _column_hint(col: str, names: Sequence[str]) -> str:
+    """A hint for an unknown column: backticks when a longer name starting with ``col`` holds operator
+    characters (``a-b`` parsed as ``a`` minus ``b``), else the closest names (``difflib``)."""
+    import difflib
+
+    near = [c for c in names if c.startswith(col) and c != col]
+    ops = [c for c in near if not c.replace(" ", "_").isidentifier()]
+    if ops:
+        return f" (a name containing operators such as {ops[0]!r} needs backticks: `{ops[0]}`)"
+    close = (near + [c for c in difflib.get_close_matches(col, names, n=3, cutoff=0.6) if c not in near])[:3]
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

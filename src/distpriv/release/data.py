@@ -247,7 +247,7 @@ def check_pairs_achievable(pairs: Sequence[tuple[float, float]], n: int) -> dict
         if ka == kb:
             raise InvalidParameterError(
                 f"{a} and {b} are not distinguishable with n = {n} records "
-                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart", argument="pairs"
+                f"(both round to {ka} protected records); use values at least 1/n = {1 / n:.3g} apart", argument="psi"
             )
         counts[a], counts[b] = ka, kb
     return counts
@@ -501,7 +501,7 @@ def model_f_theta(
             if k > pos or n - k > neg:
                 raise InvalidParameterError(
                     f"share {p} needs {k} records satisfying the predicate and {n - k} others out of n = "
-                    f"{n}, but the population has {pos} and {neg}", argument="pairs"
+                    f"{n}, but the population has {pos} and {neg}", argument="psi"
                 )
     sub = stratified_sample(src.source, query, predicate, subsample, seed=int(g.integers(2**62)), missing=missing,
                             summary=src.summary)
