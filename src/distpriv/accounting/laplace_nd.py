@@ -48,8 +48,8 @@ LAPLACE_REACH = 40.0
 #: Most grid points per u-coordinate and per x-quadrature (bounded work; coarser only widens the bracket).
 MAX_POINTS = 900
 #: Core of each noise coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
-CORE_SD = 5.0
-CORE_B = 8.0
+CORE_SD = 4.0
+CORE_B = 6.0
 METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (Lipschitz log-density brackets)"
 
 
@@ -205,7 +205,7 @@ def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float,
 def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArray[np.float64], k: int,
           kappa: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Cell centres and widths of noise coordinate k: width κ b_k on the core (both laws' bulk), then
-    widths growing geometrically (×1.08) out to the window, which holds all but a certified tail."""
+    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail."""
     sds = [math.sqrt(float(s[k, k])) for s in ss]
     bk = float(b[k])
     lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) - LAPLACE_REACH * bk
@@ -218,12 +218,12 @@ def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArr
     right = [c_hi]
     w = w0
     while right[-1] < hi:
-        w *= 1.08
+        w *= 1.06
         right.append(min(right[-1] + w, hi))
     left = [c_lo]
     w = w0
     while left[-1] > lo:
-        w *= 1.08
+        w *= 1.06
         left.append(max(left[-1] - w, lo))
     edges = np.concatenate([np.array(left[:0:-1]), core, np.array(right[1:])])
     return 0.5 * (edges[:-1] + edges[1:]), np.diff(edges)
