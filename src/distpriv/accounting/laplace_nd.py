@@ -204,15 +204,22 @@ def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float,
 
 def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArray[np.float64], k: int,
           kappa: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Cell centres and widths of noise coordinate k: width κ b_k on the core (both laws' bulk), then
+    """Cell centres and widths of noise coordinate k: width κ·max(b_k, σ_k) on the core (both laws' bulk),
+    σ_k = min over the laws of 1/√(S⁻¹)_kk (the conditional sd: the interpolation bound of
+    :func:`_interp_excess` is then <= κ²/8 per axis even where b_k is far below the Gaussian spread), then
     widths growing geometrically (×1.06) out to the window, which holds all but a certified tail."""
     sds = [math.sqrt(float(s[k, k])) for s in ss]
     bk = float(b[k])
+    cond = []
+    for s in ss:
+        det = float(s[0, 0] * s[1, 1] - s[0, 1] ** 2)
+        cond.append(math.sqrt(det / float(s[1 - k, 1 - k])) if det > 0 and float(s[1 - k, 1 - k]) > 0 else 0.0)
+    unit = max(bk, min(cond))
     lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) - LAPLACE_REACH * bk
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + LAPLACE_REACH * bk
     c_lo = min(float(m[k]) - CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) - CORE_B * bk
     c_hi = max(float(m[k]) + CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) + CORE_B * bk
-    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * bk))), 1), MAX_POINTS)
+    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * unit))), 1), MAX_POINTS)
     core = np.linspace(c_lo, c_hi, n + 1)
     w0 = float(core[1] - core[0])
     right = [c_hi]
