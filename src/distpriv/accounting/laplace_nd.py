@@ -378,7 +378,7 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
 
 
 #: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻³).
-LADDER = (0.2, 0.1, 0.05)
+LADDER = (0.2, 0.1, 0.07)
 #: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK): measured between κ^1.4 and κ^2.7 on the
 #: auditor's and Adult's models, so a ladder is abandoned only when even this fast decay cannot decide.
 SHRINK = 2.0
