@@ -10,24 +10,24 @@ and, conditioning on X₁ (X₂ | X₁ = x ~ N(m₂ + c(x − m₁), s²), c = S
 
     p(u) = ∫ φ(x; m₁, S₁₁) Lap(u₁ − x; b₁) g(u₂ − m₂ − c(x − m₁)) dx,   g = N(0, s²) ⊛ Lap(b₂)
 
-(g in closed form, :func:`distpriv.accounting.laplace.gl_logpdf`). Two Lipschitz facts make every
-number below a certified bound rather than an estimate:
+(g in closed form, :func:`distpriv.accounting.laplace.gl_logpdf`). Every number below is a certified
+bound, second order in the grid's cell sizes (issue 25: the first-order Lipschitz brackets of the first
+round left the calibrated scale up to 1.17× the least; these leave it within 1.01×):
 
-* the integrand h(x) has ln h (1/b₁ + |c|/b₂)-Lipschitz in x ((ln g)' ∈ [−1/b₂, 1/b₂]), so on an
-  x-cell of width w with centre x_j, h ∈ h(x_j) e^{±(1/b₁ + |c|/b₂) w/2}; the Gaussian weights of the
-  cells are exact (Φ differences) and the Gaussian mass beyond the x-window, 2Φ(−T), carries at most
-  max h <= 1/(4 b₁ b₂): a bracket [p_lo(u), p_hi(u)] of the density at every grid point;
-* ln p is (1/b_k)-Lipschitz in u_k (∂_k ln p is a posterior mean of the Laplace score, in
-  [−1/b_k, 1/b_k]) and concave (a convolution of log-concave densities), so on a u-cell of widths w_k
-  with r = Σ_k w_k/(2 b_k), evaluated at its four corners: min_corners ln p <= ln p <=
-  min(max_corners ln p + r, min_corners ln p + 2r) (a concave function's minimum over a rectangle is at
-  a vertex; every point is within weighted ℓ1 distance r of its nearest corner, 2r of any).
+* nodes (:func:`_density_bracket`): the x-integral over Gaussian-weighted cells (exact masses, means and
+  variances of the restricted normal), each bracketed by Hoeffding's lemma above and Jensen plus the
+  curvature bound (ln g)'' >= −1/s² below; the cell holding the Laplace kink x = u₁ is split at it;
+* between nodes (:func:`_interp_excess`, :func:`_secant_excess`): ln p is concave (a convolution of
+  log-concave densities), so I <= ln p <= I + e with I the bilinear interpolant of the corner values and
+  e the least of the Hessian bound (∇² ln p ⪰ −S⁻¹), the Lipschitz bound (|∂_k ln p| <= 1/b_k) and a local
+  secant bound (supergradients bounded by the neighbouring nodes);
+* cells (:func:`delta_bracket_2d`): P(C) in [vol exp(mean_corners ln p_lo), vol e^e mean_corners p_hi],
+  the loss ℓ = ln p − ln q in [ℓ⁻, ℓ⁺] from the corners, and ∫_C (p − e^ε q)_+ equal to P(C) − e^ε Q(C)
+  where ℓ⁻ >= ε, 0 where ℓ⁺ <= ε, at most P⁺(C)(1 − e^{ε−ℓ⁺}) where the level set crosses the cell;
+  plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a union bound).
 
-Hence per cell: P-mass ∈ vol · [e^{L_P}, e^{U_P}] and the loss ℓ = ln p^P − ln p^Q ∈
-[L_P − U_Q, U_P − L_Q] (L, U the cell bounds above, from the density brackets); δ(ε) = E_P[(1 − e^{ε−ℓ})_+] is bracketed
-by the cell sums, plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a
-union bound). This is the numerical counterpart of the coupling bound of
-:mod:`distpriv.accounting.laplace` (a bound that can be 2–3× loose in scale, issue 25).
+This is the numerical counterpart of the coupling bound of :mod:`distpriv.accounting.laplace` (a bound
+that can be 2–3× loose in scale, issue 25).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ MAX_POINTS = 900
 #: Core of each noise coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
 CORE_SD = 4.0
 CORE_B = 6.0
-METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (Lipschitz log-density brackets)"
+METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (second-order log-concave brackets)"
 
 
 @dataclass(frozen=True)
@@ -377,10 +377,10 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
     return True
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻³).
+#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²).
 LADDER = (0.2, 0.1, 0.07)
-#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK): measured between κ^1.4 and κ^2.7 on the
-#: auditor's and Adult's models, so a ladder is abandoned only when even this fast decay cannot decide.
+#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK; the bracket's width falls like κ²), so a
+#: ladder is abandoned only when even this fast decay cannot decide.
 SHRINK = 2.0
 
 #: Relative width of the bracket at which :func:`pair_bracket` stops refining.
@@ -412,18 +412,17 @@ def _cached_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: A
 def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
-    """(lower, upper, κ used) of δ of P against Q, refined (κ = 0.2 → 0.1 → 0.05 → 0.02; work grows ~κ⁻³)
-    until the bracket is within 25 % or, with ``target``, decides δ <= target (every κ gives a certified
-    bracket, so stopping at a coarse one is exact; finer κ than 0.02 hits the MAX_POINTS caps on the
-    auditor's models and buys little). A calibration's bisection steps far from the least scale are
-    decided on the coarse grids.
+    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (κ = 0.2 → 0.1 → 0.07; cells
+    grow ~κ⁻²) until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ
+    gives a certified bracket, so stopping at a coarse one is exact). A calibration's search steps far from
+    the least scale are decided on the coarse grids; at κ = 0.07 the calibrated scales of the auditor's
+    models are within 1.01× the least (benchmarks/bench_laplace_tight.py), and κ = 0.05 changed none of them.
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
-    grid is not expected to decide the target (or, without one, to beat ``beat``): the upper end falls
-    at most like κ^3 on the models measured (:data:`SHRINK`), so the finest grid's is predicted (optimistically)
-    as up·(κ_min/κ)^SHRINK. Stopping
-    early leaves a valid, looser bracket; it only saves work where the grid cannot help (near-equal
-    covariances, where the grid's resolution, not the coupling, limits the bound).
+    grid is not expected to decide the target (or, without one, to beat ``beat``): the bracket's width falls
+    like κ² (second-order bounds), so the finest grid's upper end is predicted (optimistically) as
+    up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it only saves work where the grid
+    cannot help.
     """
     lo, up, kap = 0.0, 1.0, LADDER[0]
     goal = min(target, beat) if target is not None else beat
