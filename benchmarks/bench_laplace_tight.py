@@ -11,8 +11,14 @@ model (the ``unequal_model`` family of ``tests/test_mechanisms_exact.py``: Σ₀
 * ``least``: the least scale whose δ(1) <= 1e-3 according to the independent numerical oracle
   (``tests/profile_oracle.py``, bisection to 0.2 %, δ counted with the oracle's error bound),
 
-and the ratios coupling/least and tight/least (goal: tight/least <= 1.1), with the CPU seconds of each
-calibration (the memos are warm only within one calibration: each model is new).
+* ``papers``: the papers' own ExpM (L) scale, before any top-up (the accounting only ever scales it up:
+  a scaling k >= 1 is post-processing, so the calibrated scale is never below it),
+
+and the ratios coupling/least and tight/least (goal: tight/least <= 1.1), tight/max(least, papers) (what
+the accounting adds: 1 means the least scale the mechanism can take), with the CPU seconds of each
+calibration (the memos are warm only within one calibration: each model is new; the machine may be shared,
+so compare the two columns of one run). Without a target the grid is on the ladder κ = 0.2 → 0.1 → 0.05
+(:data:`distpriv.accounting.laplace_nd.LADDER`).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_laplace_tight.py [--models N]``.
 """
@@ -83,16 +89,23 @@ def main() -> int:
         t2 = time.process_time()
         assert new.basis is not None and new.scales is not None
         least = oracle_least(model, new.basis, np.asarray(new.scales) / float(new.scales[0]))
+        assert new.accounting is not None
+        papers = float(new.laplace_scale) / new.accounting.topup_factor
         row = {"seed": seed, "coupling": float(old.laplace_scale), "tight": float(new.laplace_scale), "least": least,
-               "coupling_over_least": float(old.laplace_scale) / least, "tight_over_least": float(new.laplace_scale) / least,
+               "papers": papers, "coupling_over_least": float(old.laplace_scale) / least,
+               "tight_over_least": float(new.laplace_scale) / least,
+               "tight_over_needed": float(new.laplace_scale) / max(least, papers),
                "cpu_coupling_s": t1 - t0, "cpu_tight_s": t2 - t1}
         rows.append(row)
         print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
     co = [r["coupling_over_least"] for r in rows]
     ti = [r["tight_over_least"] for r in rows]
     cpu = {k: float(np.median([r[k] for r in rows])) for k in ("cpu_coupling_s", "cpu_tight_s")}
-    print(json.dumps({"models": len(rows), "median_cpu_s": cpu, "coupling_over_least_median": float(np.median(co)), "coupling_over_least_max": max(co),
-                      "tight_over_least_median": float(np.median(ti)), "tight_over_least_max": max(ti), "goal": 1.1}))
+    ne = [r["tight_over_needed"] for r in rows]
+    print(json.dumps({"models": len(rows), "median_cpu_s": cpu, "max_cpu_tight_s": max(r["cpu_tight_s"] for r in rows),
+                      "coupling_over_least_median": float(np.median(co)), "coupling_over_least_max": max(co),
+                      "tight_over_least_median": float(np.median(ti)), "tight_over_least_max": max(ti),
+                      "tight_over_needed_max": max(ne), "goal": 1.1}))
     return 0
 
 

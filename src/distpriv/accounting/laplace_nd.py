@@ -10,24 +10,24 @@ and, conditioning on X₁ (X₂ | X₁ = x ~ N(m₂ + c(x − m₁), s²), c = S
 
     p(u) = ∫ φ(x; m₁, S₁₁) Lap(u₁ − x; b₁) g(u₂ − m₂ − c(x − m₁)) dx,   g = N(0, s²) ⊛ Lap(b₂)
 
-(g in closed form, :func:`distpriv.accounting.laplace.gl_logpdf`). Two Lipschitz facts make every
-number below a certified bound rather than an estimate:
+(g in closed form, :func:`distpriv.accounting.laplace.gl_logpdf`). Every number below is a certified
+bound, second order in the grid's cell sizes (issue 25: the first-order Lipschitz brackets of the first
+round left the calibrated scale up to 1.17× the least; these leave it within 1.01×):
 
-* the integrand h(x) has ln h (1/b₁ + |c|/b₂)-Lipschitz in x ((ln g)' ∈ [−1/b₂, 1/b₂]), so on an
-  x-cell of width w with centre x_j, h ∈ h(x_j) e^{±(1/b₁ + |c|/b₂) w/2}; the Gaussian weights of the
-  cells are exact (Φ differences) and the Gaussian mass beyond the x-window, 2Φ(−T), carries at most
-  max h <= 1/(4 b₁ b₂): a bracket [p_lo(u), p_hi(u)] of the density at every grid point;
-* ln p is (1/b_k)-Lipschitz in u_k (∂_k ln p is a posterior mean of the Laplace score, in
-  [−1/b_k, 1/b_k]) and concave (a convolution of log-concave densities), so on a u-cell of widths w_k
-  with r = Σ_k w_k/(2 b_k), evaluated at its four corners: min_corners ln p <= ln p <=
-  min(max_corners ln p + r, min_corners ln p + 2r) (a concave function's minimum over a rectangle is at
-  a vertex; every point is within weighted ℓ1 distance r of its nearest corner, 2r of any).
+* nodes (:func:`_density_bracket`): the x-integral over Gaussian-weighted cells (exact masses, means and
+  variances of the restricted normal), each bracketed by Hoeffding's lemma above and Jensen plus the
+  curvature bound (ln g)'' >= −1/s² below; the cell holding the Laplace kink x = u₁ is split at it;
+* between nodes (:func:`_interp_excess`, :func:`_secant_excess`): ln p is concave (a convolution of
+  log-concave densities), so I <= ln p <= I + e with I the bilinear interpolant of the corner values and
+  e the least of the Hessian bound (∇² ln p ⪰ −S⁻¹), the Lipschitz bound (|∂_k ln p| <= 1/b_k) and a local
+  secant bound (supergradients bounded by the neighbouring nodes);
+* cells (:func:`delta_bracket_2d`): P(C) in [vol exp(mean_corners ln p_lo), vol e^e mean_corners p_hi],
+  the loss ℓ = ln p − ln q in [ℓ⁻, ℓ⁺] from the corners, and ∫_C (p − e^ε q)_+ equal to P(C) − e^ε Q(C)
+  where ℓ⁻ >= ε, 0 where ℓ⁺ <= ε, at most P⁺(C)(1 − e^{ε−ℓ⁺}) where the level set crosses the cell;
+  plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a union bound).
 
-Hence per cell: P-mass ∈ vol · [e^{L_P}, e^{U_P}] and the loss ℓ = ln p^P − ln p^Q ∈
-[L_P − U_Q, U_P − L_Q] (L, U the cell bounds above, from the density brackets); δ(ε) = E_P[(1 − e^{ε−ℓ})_+] is bracketed
-by the cell sums, plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a
-union bound). This is the numerical counterpart of the coupling bound of
-:mod:`distpriv.accounting.laplace` (a bound that can be 2–3× loose in scale, issue 25).
+This is the numerical counterpart of the coupling bound of :mod:`distpriv.accounting.laplace` (a bound
+that can be 2–3× loose in scale, issue 25).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ LAPLACE_REACH = 40.0
 #: Most grid points per u-coordinate and per x-quadrature (bounded work; coarser only widens the bracket).
 MAX_POINTS = 900
 #: Core of each noise coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
-CORE_SD = 5.0
-CORE_B = 8.0
-METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (Lipschitz log-density brackets)"
+CORE_SD = 4.0
+CORE_B = 6.0
+METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (second-order log-concave brackets)"
 
 
 @dataclass(frozen=True)
@@ -79,34 +79,95 @@ def _gauss_cell_weights(edges: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.clip(w, 0.0, None)
 
 
+def _restricted_moments(za: NDArray[np.float64], zb: NDArray[np.float64]
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Mass W, mean z̄ and variance of the standard normal restricted to [za, zb] (elementwise).
+
+    W = Φ(zb) − Φ(za) (accurate in both tails), z̄ = (φ(za) − φ(zb))/W (clipped into the interval),
+    Var = 1 + (za φ(za) − zb φ(zb))/W − z̄² (plus a rounding allowance of 1e-9, and never above the
+    (zb − za)²/4 of any law on the interval).
+    """
+    right = za >= 0
+    wts = np.clip(np.where(right, special.ndtr(-za) - special.ndtr(-zb), special.ndtr(zb) - special.ndtr(za)), 0.0, None)
+    pa, pb = np.exp(-0.5 * za ** 2) / math.sqrt(2.0 * math.pi), np.exp(-0.5 * zb ** 2) / math.sqrt(2.0 * math.pi)
+    mid = 0.5 * (za + zb)
+    half = 0.25 * (zb - za) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zbar = np.where(wts > 0, (pa - pb) / wts, mid)
+        zbar = np.clip(zbar, za, zb)
+        var = np.where(wts > 0, 1.0 + (za * pa - zb * pb) / wts - zbar ** 2, half)
+    var = np.minimum(np.clip(var, 0.0, None) + 1e-9, half)
+    return wts, zbar, var
+
+
 def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArray[np.float64],
                      s: NDArray[np.float64], b: NDArray[np.float64], kappa: float
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Certified [p_lo, p_hi] of the output density on the grid u1 × u2 (noise coordinates)."""
+    """Certified [p_lo, p_hi] of the output density on the grid u1 × u2 (noise coordinates).
+
+    p(u) = Σ_j W_j E_j[k(X)], with W_j the exact Gaussian mass of x-cell j, E_j the mean under the
+    Gaussian restricted to it (mean x̄_j, width w) and k(x) = Lap(u₁ − x; b₁) g(u₂ − m₂ − c(x − m₁)).
+    ln k is concave with slopes in [−λ, λ], λ = 1/b₁ + |c|/b₂, and (off the Laplace kink x = u₁)
+    (ln k)'' >= −C, C = c²/s² ((ln g)'' >= −1/s²). Hence, second order in w:
+
+    * upper (Hoeffding's lemma on a supergradient s, |s| <= λ): E_j k <= k(x̄_j) e^{λ² w²/8};
+    * lower (Jensen, then the curvature bound; Var <= w²/4): E_j k >= k(x̄_j) e^{−min(C w²/8, λ w/2)},
+      and e^{−λ w/2} (Lipschitz) on the one cell holding the kink (Var: the restricted normal's, exact).
+    """
     s11 = float(s[0, 0])
     c = float(s[0, 1]) / s11
     sc = math.sqrt(max(float(s[1, 1]) - float(s[0, 1]) ** 2 / s11, 0.0))
     sd1 = math.sqrt(s11)
     lip = 1.0 / b[0] + abs(c) / b[1]
     w = kappa / lip
-    n = int(math.ceil(2.0 * GAUSS_REACH * sd1 / w))
-    if n > 3 * MAX_POINTS:
-        n = 3 * MAX_POINTS
+    n = min(int(math.ceil(2.0 * GAUSS_REACH * sd1 / w)), 3 * MAX_POINTS)
     z_edges = np.linspace(-GAUSS_REACH, GAUSS_REACH, n + 1)
-    wts = _gauss_cell_weights(z_edges)
+    wts, zbar, zv = _restricted_moments(z_edges[:-1], z_edges[1:])
     width = float(z_edges[1] - z_edges[0]) * sd1
-    xc = m[0] + sd1 * 0.5 * (z_edges[:-1] + z_edges[1:])
-    spread = lip * width / 2.0
-    # ln g(u2 − m2 − c(x − m1)) for every (x-cell, u2), from a certified table (:func:`_concave_table`)
-    lg, err = _concave_table(u2[None, :] - m[1] - c * (xc[:, None] - m[0]), sc, float(b[1]), kappa)
+    xc = m[0] + sd1 * zbar
+    # one ln g table for every x of the window (the cells' means and the kink halves' means below)
+    ends = [float(u2.min()) - m[1] - c * sd1 * z for z in (-GAUSS_REACH, GAUSS_REACH)] + \
+        [float(u2.max()) - m[1] - c * sd1 * z for z in (-GAUSS_REACH, GAUSS_REACH)]
+    span = (min(ends) - 1e-9 * (1.0 + abs(min(ends))), max(ends) + 1e-9 * (1.0 + abs(max(ends))))
+    lg, err = _concave_table(u2[None, :] - m[1] - c * (xc[:, None] - m[0]), sc, float(b[1]), kappa * kappa, span)
     gmax = float(lg.max())
     eg = np.exp(lg - gmax)
     lap = np.exp(-np.abs(u1[:, None] - xc[None, :]) / b[0]) / (2.0 * b[0])
-    core = (lap * wts[None, :]) @ eg  # Σ_j W_j Lap(u1 − x_j) g(·)/e^{gmax}
+    lw = lap * wts[None, :]
+    curv = (c * c / (sc * sc)) if sc > 0 else math.inf
+
+    def shrink(var: NDArray[np.float64]) -> NDArray[np.float64]:
+        """e^{−f}: E ln k >= ln k(x̄) − C Var/2 (curvature), or − λ E|X − x̄| >= − λ √Var (Lipschitz)."""
+        var = var * s11
+        return np.exp(-np.minimum(curv * var / 2.0, lip * np.sqrt(var)))
+
+    low = shrink(zv)
+    core_hi = lw @ eg  # Σ_j W_j k(x̄_j) / e^{gmax}
+    core_lo = (lw * low[None, :]) @ eg
+    # the x-cell holding the Laplace kink u₁ (at most one per row; a kink on an edge leaves both cells smooth) is
+    # replaced by its two halves on either side of the kink, each smooth (second order again)
+    zk = (u1 - m[0]) / sd1
+    jk = np.searchsorted(z_edges, zk, side="right") - 1
+    inside = (jk >= 0) & (jk < n)
+    rows = np.flatnonzero(inside)
+    if rows.size:
+        j = jk[rows]
+        kink = lw[rows, j][:, None] * eg[j, :]
+        core_hi[rows] -= kink
+        core_lo[rows] -= low[j][:, None] * kink
+        for za, zb in ((z_edges[j], zk[rows]), (zk[rows], z_edges[j + 1])):
+            wh, zh, vh = _restricted_moments(za, zb)
+            xh = m[0] + sd1 * zh
+            lgh, _ = _concave_table(u2[None, :] - m[1] - c * (xh[:, None] - m[0]), sc, float(b[1]), kappa * kappa, span)
+            part = (wh * np.exp(-np.abs(u1[rows] - xh) / b[0]) / (2.0 * b[0]))[:, None] * np.exp(lgh - gmax)
+            core_hi[rows] += part
+            core_lo[rows] += shrink(vh)[:, None] * part
+    # allowance for the rounding of x̄_j (|Δx̄| <= 1e-9 sd₁ moves ln k by <= λ·1e-9 sd₁)
+    slack = lip * sd1 * 1e-9
     tail = 2.0 * float(special.ndtr(-GAUSS_REACH)) / (4.0 * b[0] * b[1])
     scale = math.exp(gmax)
-    lo = core * scale * math.exp(-spread) * (1.0 - 1e-12)
-    hi = core * scale * math.exp(spread + err) * (1.0 + 1e-12) + tail
+    lo = np.clip(core_lo, 0.0, None) * scale * math.exp(-slack) * (1.0 - 1e-9)
+    hi = np.clip(core_hi, 0.0, None) * scale * math.exp(lip * lip * width * width / 8.0 + err + slack) * (1.0 + 1e-9) + tail
     return lo, hi
 
 
@@ -116,16 +177,18 @@ TABLE_FINE = 20.0
 MAX_TABLE = 200_000
 
 
-def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float) -> tuple[NDArray[np.float64], float]:
+def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float,
+                   span: tuple[float, float] | None = None) -> tuple[NDArray[np.float64], float]:
     """Lower bounds ln g_lo(t) <= ln g(t) <= ln g_lo(t) + err of g = N(0, s²) ⊛ Lap(b), evaluated cheaply.
 
     ln g is concave (a convolution of log-concave densities), 1/b-Lipschitz and has (ln g)'' >= −1/s²
     (:mod:`distpriv.accounting.laplace`), so on a table cell of width η its chord lies below it by at
     most min(η/b, η²/(8 s²)): linear interpolation of exact node values (``np.interp``) is a lower bound
     and ``err`` = that gap (plus a rounding allowance of 1e-12 (1 + max |ln g|)). The table (≤ MAX_TABLE
-    nodes) replaces one special-function evaluation per (x-cell, u₂) point by one per node.
+    nodes) replaces one special-function evaluation per (x-cell, u₂) point by one per node. ``span``: the
+    table's range (it must contain every t; the same span gives the same table and ``err``).
     """
-    tlo, thi = float(t.min()), float(t.max())
+    tlo, thi = (float(t.min()), float(t.max())) if span is None else span
     if s <= 0 or thi - tlo <= 0:
         exact = gl_logpdf(t, 0.0, s, b)
         return exact, 1e-12 * (1.0 + float(np.abs(exact).max(initial=0.0)))
@@ -141,72 +204,120 @@ def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float) -> 
 
 def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArray[np.float64], k: int,
           kappa: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Cell centres and widths of noise coordinate k: width κ b_k on the core (both laws' bulk), then
-    widths growing geometrically (×1.08) out to the window, which holds all but a certified tail."""
+    """Cell centres and widths of noise coordinate k: width κ·max(b_k, σ_k) on the core (both laws' bulk),
+    σ_k = min over the laws of 1/√(S⁻¹)_kk (the conditional sd: the interpolation bound of
+    :func:`_interp_excess` is then <= κ²/8 per axis even where b_k is far below the Gaussian spread), then
+    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail."""
     sds = [math.sqrt(float(s[k, k])) for s in ss]
     bk = float(b[k])
+    cond = []
+    for s in ss:
+        det = float(s[0, 0] * s[1, 1] - s[0, 1] ** 2)
+        cond.append(math.sqrt(det / float(s[1 - k, 1 - k])) if det > 0 and float(s[1 - k, 1 - k]) > 0 else 0.0)
+    unit = max(bk, min(cond))
     lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) - LAPLACE_REACH * bk
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + LAPLACE_REACH * bk
     c_lo = min(float(m[k]) - CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) - CORE_B * bk
     c_hi = max(float(m[k]) + CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) + CORE_B * bk
-    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * bk))), 1), MAX_POINTS)
+    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * unit))), 1), MAX_POINTS)
     core = np.linspace(c_lo, c_hi, n + 1)
     w0 = float(core[1] - core[0])
     right = [c_hi]
     w = w0
     while right[-1] < hi:
-        w *= 1.08
+        w *= 1.06
         right.append(min(right[-1] + w, hi))
     left = [c_lo]
     w = w0
     while left[-1] > lo:
-        w *= 1.08
+        w *= 1.06
         left.append(max(left[-1] - w, lo))
     edges = np.concatenate([np.array(left[:0:-1]), core, np.array(right[1:])])
     return 0.5 * (edges[:-1] + edges[1:]), np.diff(edges)
 
 
-def _chord_upper(lhi: NDArray[np.float64], c_lo: NDArray[np.float64], w1: NDArray[np.float64],
-                 w2: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per cell, an upper bound on the concave f = ln p from its corners and the cells diagonally beyond them.
+def _mean4(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return 0.25 * ((a[:-1, :-1] + a[1:, 1:]) + (a[1:, :-1] + a[:-1, 1:]))
 
-    For a corner b of cell C and a point u ∈ C, a = b − (u − b)/t lies in the cell D diagonally opposite
-    C across b when t >= max_k w_k(C)/w_k(D); b = (u + t a)/(1 + t), so concavity gives
-    f(u) <= f(b) + t (f(b) − f(a)) <= lhi(b) + t (lhi(b) − min_corners(D) llo) (a concave function's minimum
-    over a rectangle is at a vertex). For a smooth f this is the cell's maximum up to O(w²) — tighter than
-    the Lipschitz bound (max corner + r) wherever |∇f| is below its Lipschitz constant. The least over the
-    four corners is returned (+inf on the border cells, which have no cell beyond).
+
+def _max4(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.maximum(np.maximum(a[:-1, :-1], a[1:, :-1]), np.maximum(a[:-1, 1:], a[1:, 1:]))
+
+
+def _min4(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.minimum(np.minimum(a[:-1, :-1], a[1:, :-1]), np.minimum(a[:-1, 1:], a[1:, 1:]))
+
+
+def _interp_excess(s: NDArray[np.float64], b: NDArray[np.float64], w1: NDArray[np.float64],
+                   w2: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per cell, e with 0 <= ln p − I(ln p) <= e, I the bilinear interpolant of the corner values.
+
+    ln p is concave, so ln p >= I (I(u) is a convex combination of corner values at corners averaging
+    to u). Above it, two bounds: (i) ∇² ln p ⪰ −S⁻¹ (p is N(·, S) ⊛ a law, so ∇² ln p = −S⁻¹ +
+    S⁻¹ Cov(·|u) S⁻¹), and the tensor-product error f − I_x I_y f = (f − I_x f) + I_x(f − I_y f) gives
+    e = (w₁² (S⁻¹)₁₁ + w₂² (S⁻¹)₂₂)/8; (ii) ln p is (1/b_k)-Lipschitz in u_k, so
+    e = Σ_k w_k/(2 b_k) (the bilinear weights put mass 2t(1 − t) w <= w/2 at distance along each axis).
     """
-    n1, n2 = c_lo.shape
-    pad = np.full((n1 + 2, n2 + 2), -np.inf)
-    pad[1:-1, 1:-1] = c_lo
-    w1p = np.concatenate([[np.inf], w1, [np.inf]])
-    w2p = np.concatenate([[np.inf], w2, [np.inf]])
+    lip = w1[:, None] / (2.0 * float(b[0])) + w2[None, :] / (2.0 * float(b[1]))
+    det = float(s[0, 0] * s[1, 1] - s[0, 1] ** 2)
+    if not det > 1e-300:
+        return lip
+    i11, i22 = float(s[1, 1]) / det, float(s[0, 0]) / det
+    hess = (w1[:, None] ** 2 * i11 + w2[None, :] ** 2 * i22) / 8.0
+    return np.minimum(lip, hess)
+
+
+def _secant_excess(lo: NDArray[np.float64], hi: NDArray[np.float64], w1: NDArray[np.float64],
+                   w2: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per cell, e with f <= I(hi) + e on the cell, from the node brackets lo <= f <= hi of a concave f alone.
+
+    For a corner v of the cell and the directions σ_k pointing into it, every supergradient g of f at v has
+    σ_k g_k <= (f(v) − f(v − σ_k h_k e_k))/h_k <= (hi(v) − lo(v − σ_k h_k e_k))/h_k =: ĝ_k (concavity along
+    the axis, the neighbour node behind v), so f(u) <= T_v(u) := hi(v) + Σ_k ĝ_k |u_k − v_k| on the cell.
+    T_v − I(hi) is bilinear, so its maximum over the cell is at a corner: e = min_v max_corners(T_v − hi).
+    Second order in the cell size where f is smooth, and local (the actual curvature, not a global bound);
+    +inf on the border cells (no node behind) and where a bracket is not finite.
+    """
+    n1, n2 = lo.shape[0] - 1, lo.shape[1] - 1
+    pad_lo = np.full((n1 + 3, n2 + 3), -np.inf)
+    pad_lo[1:-1, 1:-1] = lo
+    inf1, inf2 = np.array([np.inf]), np.array([np.inf])
+    # ratio of the cell width to the width behind corner v (0 where there is no node behind: then g·0 = nan, dropped)
+    r1 = {0: w1 / np.concatenate([inf1, w1[:-1]]), 1: w1 / np.concatenate([w1[1:], inf1])}
+    r2 = {0: w2 / np.concatenate([inf2, w2[:-1]]), 1: w2 / np.concatenate([w2[1:], inf2])}
+    corner = {(di, dj): hi[di:di + n1, dj:dj + n2] for di in (0, 1) for dj in (0, 1)}
     best = np.full((n1, n2), np.inf)
     with np.errstate(invalid="ignore", over="ignore"):
-        for di in (0, 1):
-            for dj in (0, 1):
-                fb = lhi[di:di + n1, dj:dj + n2]
-                opp = pad[2 * di:2 * di + n1, 2 * dj:2 * dj + n2]  # cell (i − 1 + 2di, j − 1 + 2dj)
-                t = np.maximum((w1 / w1p[2 * di:2 * di + n1])[:, None], (w2 / w2p[2 * dj:2 * dj + n2])[None, :])
-                bound = fb + t * (fb - opp)
-                best = np.minimum(best, np.where(np.isfinite(bound), bound, np.inf))
+        for (di, dj), hv in corner.items():
+            s1, s2 = 1 - 2 * di, 1 - 2 * dj  # directions into the cell
+            back1 = pad_lo[1 + di - s1:1 + di - s1 + n1, 1 + dj:1 + dj + n2]
+            back2 = pad_lo[1 + di:1 + di + n1, 1 + dj - s2:1 + dj - s2 + n2]
+            a1 = (hv - back1) * r1[di][:, None]  # ĝ₁ w₁
+            a2 = (hv - back2) * r2[dj][None, :]
+            t1 = hv + a1
+            worst = np.maximum(np.maximum(t1 - corner[(1 - di, dj)], hv + a2 - corner[(di, 1 - dj)]),
+                               t1 + a2 - corner[(1 - di, 1 - dj)])
+            best = np.fmin(best, np.maximum(worst, 0.0))
     return best
 
 
-def _hockey(mass: NDArray[np.float64], loss: NDArray[np.float64], epsilon: float) -> float:
-    with np.errstate(over="ignore", invalid="ignore"):
-        f = np.where(loss > epsilon, -np.expm1(np.minimum(epsilon - loss, 0.0)), 0.0)
-    return float(np.sum(mass * f))
-
-
 def delta_bracket_2d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
-                     scales: ArrayLike, epsilon: float, *, kappa: float = 0.02) -> NdBracket:
+                     scales: ArrayLike, epsilon: float, *, kappa: float = 0.05) -> NdBracket:
     """Certified δ(ε) brackets (both orders) of N(μ_p, Σ_p) ⊛ B·Lap(b) against N(μ_q, Σ_q) ⊛ B·Lap(b) in 2-D.
 
-    ``basis``: orthonormal 2 × 2; ``scales``: b₁, b₂ > 0; ``kappa``: target log-density resolution
-    per cell (the bracket holds for any value; smaller is tighter and slower). Covariances must be
+    ``basis``: orthonormal 2 × 2; ``scales``: b₁, b₂ > 0; ``kappa``: grid resolution (cells of κ b_k on
+    the core; the bracket holds for any value; smaller is tighter and slower). Covariances must be
     positive definite in the noise basis' first coordinate (S₁₁ > 0).
+
+    Per cell C (corners' density brackets from :func:`_density_bracket`; I the bilinear interpolant;
+    e_P from :func:`_interp_excess`), every bound second order in the cell size except on the cells
+    the level set {ℓ = ε} crosses (a curve of cells, each contributing O(w) of its own small mass):
+
+    * P(C) <= vol e^{e_P} mean_corners p_hi (e^{I} is convex along each axis: trapezoid over-estimates);
+      P(C) >= vol exp(mean_corners ln p_lo) (Jensen; I averages to the corners' mean);
+    * ℓ = ln p − ln q <= max_corners(ln p_hi − ln q_lo) + e_P =: ℓ⁺, ℓ >= min_corners(ln p_lo − ln q_hi) − e_Q =: ℓ⁻;
+    * ∫_C (p − e^ε q)_+ is 0 if ℓ⁺ <= ε; <= P⁺(C)(1 − e^{ε−ℓ⁺}); and = P(C) − e^ε Q(C) <= P⁺ − e^ε Q⁻ if
+      ℓ⁻ >= ε; >= max(P⁻ − e^ε Q⁺, P⁻ (1 − e^{ε−ℓ⁻})_+, 0).
     """
     bm = np.asarray(basis, dtype=float)
     b = np.asarray(scales, dtype=float).reshape(2)
@@ -223,34 +334,33 @@ def delta_bracket_2d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
         widths.append(wk)
     r = widths[0][:, None] / (2.0 * float(b[0])) + widths[1][None, :] / (2.0 * float(b[1]))
     vol = widths[0][:, None] * widths[1][None, :]
-    # density brackets at the cell corners; per cell (concavity of ln p: its minimum over a rectangle is at a
-    # corner; Lipschitz: every point is within weighted distance r of its nearest corner and 2r of any corner)
-    #   ln p >= min_corners ln p_lo,   ln p <= min(max_corners ln p_hi + r, min_corners ln p_hi + 2r)
-    cell = []
+    laws = []
     for m, s in zip(ms, ss, strict=True):
         lo, hi = _density_bracket(nodes[0], nodes[1], m, s, b, kappa)
         with np.errstate(divide="ignore"):
             llo, lhi = np.log(lo), np.log(hi)
-        c_lo = np.minimum(np.minimum(llo[:-1, :-1], llo[1:, :-1]), np.minimum(llo[:-1, 1:], llo[1:, 1:]))
-        hmax = np.maximum(np.maximum(lhi[:-1, :-1], lhi[1:, :-1]), np.maximum(lhi[:-1, 1:], lhi[1:, 1:]))
-        hmin = np.minimum(np.minimum(lhi[:-1, :-1], lhi[1:, :-1]), np.minimum(lhi[:-1, 1:], lhi[1:, 1:]))
-        diag = np.minimum(lhi[:-1, :-1] + lhi[1:, 1:], lhi[1:, :-1] + lhi[:-1, 1:]) / 2.0
-        up = np.minimum(np.minimum(hmax + r, hmin + 2.0 * r), diag + r)
-        cell.append((c_lo, np.minimum(up, _chord_upper(lhi, c_lo, widths[0], widths[1]))))
+        e = np.minimum(_interp_excess(s, b, widths[0], widths[1]), _secant_excess(llo, lhi, widths[0], widths[1]))
+        with np.errstate(over="ignore"):
+            m_hi = vol * np.exp(e) * _mean4(hi) * (1.0 + 1e-12)
+        m_lo = vol * np.exp(_mean4(llo)) * (1.0 - 1e-12)
+        laws.append((llo, lhi, e, m_lo, m_hi))
     # P-mass outside the window: per coordinate, Gaussian beyond GAUSS_REACH sd or Laplace beyond the rest
     out = 2.0 * (2.0 * float(special.ndtr(-GAUSS_REACH)) + math.exp(-LAPLACE_REACH))
+    ee = math.exp(epsilon)
     res = []
     for i, j in ((0, 1), (1, 0)):
-        (lp_lo, lp_hi), (lq_lo, lq_hi) = cell[i], cell[j]
+        (plo, phi, ep, pm_lo, pm_hi), (qlo, qhi, eq, qm_lo, qm_hi) = laws[i], laws[j]
         with np.errstate(invalid="ignore"):
-            l_hi = np.where(np.isfinite(lq_lo), lp_hi - lq_lo, np.inf)
-            l_lo = np.where(np.isfinite(lp_lo), lp_lo - lq_hi, -np.inf)
-        m_hi = vol * np.exp(lp_hi) * (1.0 + 1e-12)
-        m_lo = vol * np.exp(lp_lo) * (1.0 - 1e-12)
-        res.append((max(0.0, _hockey(m_lo, l_lo, epsilon)), min(1.0, _hockey(m_hi, l_hi, epsilon) + out)))
+            l_up = np.where(np.isfinite(_min4(qlo)), _max4(phi - qlo) + ep, np.inf)
+            l_dn = _min4(np.where(np.isfinite(plo), plo - qhi, -np.inf)) - eq
+        with np.errstate(over="ignore", invalid="ignore"):
+            cross = pm_hi * -np.expm1(np.minimum(epsilon - l_up, 0.0))
+            full = np.maximum(pm_hi - ee * qm_lo, 0.0)
+            up = np.where(l_up <= epsilon, 0.0, np.where(l_dn >= epsilon, np.minimum(cross, full), cross))
+            low = np.maximum(np.maximum(pm_lo - ee * qm_hi, 0.0),
+                             pm_lo * -np.expm1(np.minimum(epsilon - l_dn, 0.0)))
+        res.append((max(0.0, float(np.sum(low))), min(1.0, float(np.sum(up)) + out)))
     return NdBracket(res[0], res[1], vol.size, float(r.max()))
-
-
 
 
 def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLike) -> bool:
@@ -267,11 +377,14 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
     return True
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻³).
-LADDER = (0.2, 0.1, 0.05, 0.02)
-#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK): measured between κ^1.4 and κ^2.7 on the
-#: auditor's and Adult's models, so a ladder is abandoned only when even this fast decay cannot decide.
-SHRINK = 3.0
+#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²).
+LADDER = (0.2, 0.1, 0.07)
+#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK; the bracket's width falls like κ²), so a
+#: ladder is abandoned only when even this fast decay cannot decide.
+SHRINK = 2.0
+
+#: Relative width of the bracket at which :func:`pair_bracket` stops refining.
+RTOL = 0.05
 
 _CACHE: dict[tuple[bytes, float, float], NdBracket] = {}
 _CACHE_SIZE = 64
@@ -299,24 +412,23 @@ def _cached_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: A
 def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
-    """(lower, upper, κ used) of δ of P against Q, refined (κ = 0.2 → 0.1 → 0.05 → 0.02; work grows ~κ⁻³)
-    until the bracket is within 25 % or, with ``target``, decides δ <= target (every κ gives a certified
-    bracket, so stopping at a coarse one is exact; finer κ than 0.02 hits the MAX_POINTS caps on the
-    auditor's models and buys little). A calibration's bisection steps far from the least scale are
-    decided on the coarse grids.
+    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (κ = 0.2 → 0.1 → 0.07; cells
+    grow ~κ⁻²) until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ
+    gives a certified bracket, so stopping at a coarse one is exact). A calibration's search steps far from
+    the least scale are decided on the coarse grids; at κ = 0.07 the calibrated scales of the auditor's
+    models are within 1.01× the least (benchmarks/bench_laplace_tight.py), and κ = 0.05 changed none of them.
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
-    grid is not expected to decide the target (or, without one, to beat ``beat``): the upper end falls
-    at most like κ^3 on the models measured (:data:`SHRINK`), so the finest grid's is predicted (optimistically)
-    as up·(κ_min/κ)^SHRINK. Stopping
-    early leaves a valid, looser bracket; it only saves work where the grid cannot help (near-equal
-    covariances, where the grid's resolution, not the coupling, limits the bound).
+    grid is not expected to decide the target (or, without one, to beat ``beat``): the bracket's width falls
+    like κ² (second-order bounds), so the finest grid's upper end is predicted (optimistically) as
+    up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it only saves work where the grid
+    cannot help.
     """
     lo, up, kap = 0.0, 1.0, LADDER[0]
     goal = min(target, beat) if target is not None else beat
     for kap in LADDER:
         lo, up = _cached_bracket(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
-        if up - lo <= 0.25 * up + 1e-15 or (target is not None and (up <= target or lo > target)):
+        if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
         if up * (LADDER[-1] / kap) ** SHRINK > goal and lo <= goal:
             break
