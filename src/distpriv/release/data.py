@@ -319,20 +319,21 @@ def shared_weighted_draws(mat: NDArray[np.float64], ks: Sequence[int], size: int
     """For every k in ``ks``: ``size`` rows of W_k @ mat, W_k the weights of k records drawn from the rows of ``mat``.
 
     *Without replacement* (k <= s, s the rows of ``mat``): one matrix of i.i.d. uniform keys U (size × s) is
-    drawn for all k, and row i of W_k is the indicator of the k smallest keys of U's row i (one
-    ``argpartition`` at every k). The ranks of i.i.d. continuous keys are a uniform random permutation, and
+    drawn for all k, and row i of W_k is the indicator of the k smallest keys of U's row i (:func:`_subset_sums`).
+    The ranks of i.i.d. continuous keys are a uniform random permutation, and
     the first k entries of a uniform permutation are a uniform k-subset, so each k's rows are i.i.d. uniform
     k-subsets: exactly the law of a dataset's k records, for every k. The subsets of two k in one row are
     nested (datasets of different θ share records), so draws of different k are dependent; each k's batch
     alone is an exact sample of its law. The work that dominates (the keys and their partition) is done
-    once for all k instead of once per k; each k then costs one (size × s) @ (s × m) product.
+    once for all k instead of once per k; each further k costs a running sum over the keys ranked between
+    the previous k and it.
 
     *With replacement* (``replace``, or k > s without replacement: a subsample smaller than k): multinomial
     counts (:func:`resample_counts`) from a generator seeded by (one integer drawn from ``g``, k).
 
     ``g`` is consumed the same way whatever ``ks`` is (size × s keys unless ``replace``, then one integer),
-    so the draws of a k are the same whether it is drawn alone or with others, and depend on the number of
-    rows, k and size only (:class:`MomentSampler` and the layout's recording sampler rely on this to replay
+    so the draws of a k are the same whether it is drawn alone or with others (the same subsets; the sums
+    equal to rounding, as they are added in another order), and depend on the number of rows, k and size only (:class:`MomentSampler` and the layout's recording sampler rely on this to replay
     the reference datasets). k = 0 gives zeros. Chunked to bound memory (the keys' stream does not depend on
     the chunking).
     """
@@ -367,13 +368,18 @@ _GATHER_MAX_COLS = 4
 def _subset_sums(mat: NDArray[np.float64], keys: NDArray[np.float64], ks: list[int],
                  out: dict[int, NDArray[np.float64]], start: int) -> None:
     """``out[k][start + i] = Σ of mat's rows at the k smallest keys of keys[i]`` for every k in ``ks`` (sorted,
-    1 <= k <= s). One ``argpartition`` at the smallest and largest k; only the keys between them are sorted,
-    so that each k adds the next keys in order (a running sum)."""
+    1 <= k <= s). A partition at the largest k and, inside it, at the smallest; only the keys between them are
+    sorted, so that each k adds the next keys in order (a running sum)."""
     b, s = keys.shape
     lo, hi = ks[0], ks[-1]
-    idx = np.argpartition(keys, sorted({lo - 1, hi - 1}), axis=1)
-    middle = idx[:, lo:hi]
-    middle = np.take_along_axis(middle, np.argsort(np.take_along_axis(keys, middle, axis=1), axis=1), axis=1)
+    # the hi smallest keys, then the lo smallest among them (two single-k partitions: faster than one at both k)
+    top = np.argpartition(keys, hi - 1, axis=1)[:, :hi] if hi < s else np.broadcast_to(np.arange(s), (b, s))
+    top_keys = np.take_along_axis(keys, top, axis=1)
+    if lo < hi:
+        j = np.argpartition(top_keys, lo - 1, axis=1)
+        top, top_keys = np.take_along_axis(top, j, axis=1), np.take_along_axis(top_keys, j, axis=1)
+    idx = top
+    middle = np.take_along_axis(top[:, lo:hi], np.argsort(top_keys[:, lo:hi], axis=1), axis=1)
     if mat.shape[1] <= _GATHER_MAX_COLS:
         base = mat[idx[:, :lo]].sum(axis=1)
         run = np.cumsum(mat[middle], axis=1) if hi > lo else np.zeros((b, 0, mat.shape[1]))
@@ -415,7 +421,7 @@ class MomentSampler(DatasetSampler):
     :func:`distpriv.release.resample.resample_counts`; exactly the model's law when the subsample is the
     whole group and the model draws with replacement).
 
-    *Moment matching.* For each θ a reference batch X of R raw draws (seeded from the public seed and k)
+    *Moment matching.* For each θ a reference batch X of R raw draws (one stream from the public seed shared by all θ, :meth:`prepare`)
     with mean x̄ and covariance C is mapped to x̄ ↦ μ_θ, X ↦ μ_θ + (X − x̄) C^{+1/2} Σ_θ^{1/2}, where
     (μ_θ, Σ_θ) are the exact moments of F under the sampler (:meth:`distpriv.moments.GroupMoments.dataset_moments`,
     with the finite-population correction without replacement). The mapped batch has sample mean μ_θ and
@@ -475,8 +481,8 @@ class MomentSampler(DatasetSampler):
         """Compute the reference batches of every θ in ``ps`` at once (:func:`shared_weighted_draws`: one set
         of keys per group for all θ, so each θ costs one product instead of a fresh draw and partition).
 
-        The raw reference draws of θ are those of ``raw(p, self.reference, self.reference_rng())`` whatever
-        other θ are prepared with it, so the batch of a θ does not depend on Ψ's other values; batches of
+        The raw reference draws of θ are those of ``raw(p, self.reference, self.reference_rng())`` (to rounding)
+        whatever other θ are prepared with it, so the batch of a θ does not depend on Ψ's other values; batches of
         different θ share records (nested subsets) and are dependent, each an exact sample of its own law.
         """
         ks = sorted({self._k(p) for p in ps} - set(self._maps))
