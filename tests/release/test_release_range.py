@@ -191,6 +191,71 @@ def test_k_gap_profile_matches_the_independent_oracle(name: str, dim: int) -> No
         assert r["pair"] == [a, b] and abs(r["delta"] - ref1.delta) <= ref1.delta * 1.5e-2 + ref1.tol + 1e-12
 
 
+# --------------------------------------------------------------------------- pruned k-gap rows (coupling bound)
+COUPLING_POINTS = (0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def _coupling_case() -> tuple[dp.GaussianModel, SimpleNamespace, object]:
+    """2-D f_θ whose covariances move with θ, Laplace noise on one direction (Adult's shape): every pair is
+    accounted by the coupling bound, the one :func:`gap_profiles` prunes."""
+    from distpriv.noise import NoiseLaw
+
+    means = {t: [10.0 * t, 4.0 * t * t] for t in COUPLING_POINTS}
+    covs = {t: np.array([[1.0 + t, 0.3 * t], [0.3 * t, 0.6 + 0.5 * t]]) for t in COUPLING_POINTS}
+    model = dp.GaussianModel(means=means, covariances=covs)
+    law = NoiseLaw.laplace(np.array([[1.0], [1.0]]) / np.sqrt(2.0), [3.0])
+    return model, SimpleNamespace(base=SimpleNamespace(noise=law), extra_laplace_scale=0.0, dim=2), law
+
+
+def test_pruned_k_gap_rows_equal_the_full_computation_and_bound_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import distpriv.accounting.release as acc
+    from profile_oracle import NoiseLaw as OracleLaw
+
+    model, cand, law = _coupling_case()
+    spec = grid_of(grid(COUPLING_POINTS[0], COUPLING_POINTS[-1], 0.1))
+    assert spec is not None
+    calls: list[tuple[float, float]] = []
+    full_profiles = acc.pair_profiles
+
+    def spy(m, a, b, *args, **kw):
+        calls.append((a, b))
+        return full_profiles(m, a, b, *args, **kw)
+
+    monkeypatch.setattr(acc, "pair_profiles", spy)
+    pruned = gap_profiles(model, spec, cand, epsilon=1.0, delta=1e-3)
+    searched = len(calls)
+    full = gap_profiles(model, spec, cand, epsilon=1.0, delta=1e-3, prune=False)
+    assert len(calls) - searched == 10 and searched < 10  # pairs were skipped, and the rows are the same
+    assert pruned == full
+    assert all(r["method"].startswith("coupling") for r in full["k_gaps"])
+    # certified: every row bounds the true δ(kε) of each of its pairs (independent oracle, both orders)
+    v = np.array([1.0, 1.0]) / np.sqrt(2.0)
+    oracle = OracleLaw("laplace", 2 * 9.0 * np.outer(v, v), v[:, None], np.array([3.0]))
+    for row in pruned["k_gaps"][1:]:
+        for a, b in spec.pairs_apart(row["k"]):
+            ref = output_delta(model.mean(a), model.covariance(a), model.mean(b), model.covariance(b), oracle,
+                               row["epsilon"])
+            assert row["delta"] >= ref.delta - ref.tol, (row, a, b, ref)
+
+
+def test_one_split_of_the_coupling_bound_is_the_searched_term() -> None:
+    """composition_bounds_at at the split the search chose returns the searched upper end (the same term of the
+    same minimum), and at any other split a bound no smaller; None for a pair accounted exactly (Gaussian noise)."""
+    from distpriv.accounting.release import composition_bounds_at, pair_profiles
+    from distpriv.noise import NoiseLaw
+
+    model, _, law = _coupling_case()
+    for a, b, eps in ((0.2, 0.3, 1.0), (0.3, 0.6, 3.0)):
+        p1, p2 = pair_profiles(model, a, b, law, eps, rtol=1e-2)
+        for prof, order in ((p1, 0), (p2, 1)):
+            split = prof.details["epsilon_split"]
+            assert composition_bounds_at(model, a, b, law, eps, split)[order] == pytest.approx(prof.delta_upper,
+                                                                                              rel=1e-12)
+            for other in (0.0, 0.3 * eps, 0.9 * eps):
+                assert composition_bounds_at(model, a, b, law, eps, other)[order] >= prof.delta_upper * (1 - 1e-12)
+    assert composition_bounds_at(model, 0.2, 0.3, NoiseLaw.gaussian(np.eye(2)), 1.0, 0.1) is None
+
+
 # --------------------------------------------------------------------------- population coverage warning
 def test_population_coverage_warning_from_public_counts(tmp_path: Path) -> None:
     from distpriv.release import protect

@@ -393,3 +393,45 @@ def pure_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     return EpsilonBound(up, lo, 0.0, method, pair)
 
 
+
+
+
+def composition_bounds_at(model: QueryModel, a: Hashable, b: Hashable, noise: NoiseLaw, epsilon: float,
+                          split: float) -> tuple[float, float] | None:
+    """One term of the minimum of :func:`_composition_bound` for each order of the pair: the loss-splitting bound
+    δ_{P‖Q}(ε) <= δ_⊥(ε₁) + E[g_{ε − ε₁}(BᵀD)] at the single split ε₁ = ``split`` (clipped to [0, ε]), for
+    (P, Q) = (P_a, P_b) and (P_b, P_a) of the release F + Z.
+
+    Every split gives a valid upper bound on δ(ε) (the chain rule in :func:`_composition_bound`), so these are
+    certified upper ends computed with one evaluation instead of a search. ``None`` where :func:`pair_profiles`
+    does not account the pair by that bound (Gaussian noise, or a Laplace pair that is identical, a translation
+    within its pure ε, or a product: exact or closed-form methods apply there). Used by
+    :func:`distpriv.release.grid.gap_profiles` to skip pairs that cannot be the worst of a row.
+    """
+    g = gaussian_view(model)
+    eps = float(epsilon)
+    noise = noise.accountable()
+    if noise.gaussian_family or noise.basis is None or noise.scales is None:
+        return None
+    st = _laplace_structure(g, a, b, noise)  # the same classification as pair_profiles
+    if st.kind == "translation" and st.shift_loss > eps * (1 + 1e-12):
+        st = _laplace_structure(g, a, b, noise, translation=False)
+    if st.kind != "coupling":
+        return None
+    e1 = min(max(float(split), 0.0), eps)
+    comp = lap.complete_basis(noise.basis)
+    out = []
+    for p, q in ((a, b), (b, a)):
+        mean, cov = lap.conditional_shift(g.mean(p), g.covariance(p), g.mean(q), g.covariance(q), noise.basis)
+        red = None
+        if comp.shape[1]:
+            red = gauss.reduce_pair(comp.T @ g.mean(p), comp.T @ g.covariance(p) @ comp,
+                                    comp.T @ g.mean(q), comp.T @ g.covariance(q) @ comp)
+        if red is None or red.status == "identical":
+            out.append(lap.coupling_delta_bound(mean, cov, noise.scales, eps))
+        elif red.status == "disjoint":
+            out.append(1.0)
+        else:
+            d1 = gauss.profile_from_reduction(red, e1, rtol=5e-2, atol=1e-6).delta_upper
+            out.append(min(1.0, d1 + lap.coupling_delta_bound(mean, cov, noise.scales, eps - e1)) if d1 < 1 else 1.0)
+    return out[0], out[1]

@@ -314,31 +314,98 @@ def _sorted_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     return matrix[np.lexsort(matrix.T[::-1])]
 
 
+def shared_weighted_draws(mat: NDArray[np.float64], ks: Sequence[int], size: int, g: np.random.Generator, *,
+                          replace: bool) -> dict[int, NDArray[np.float64]]:
+    """For every k in ``ks``: ``size`` rows of W_k @ mat, W_k the weights of k records drawn from the rows of ``mat``.
+
+    *Without replacement* (k <= s, s the rows of ``mat``): one matrix of i.i.d. uniform keys U (size × s) is
+    drawn for all k, and row i of W_k is the indicator of the k smallest keys of U's row i (:func:`_subset_sums`).
+    The ranks of i.i.d. continuous keys are a uniform random permutation, and
+    the first k entries of a uniform permutation are a uniform k-subset, so each k's rows are i.i.d. uniform
+    k-subsets: exactly the law of a dataset's k records, for every k. The subsets of two k in one row are
+    nested (datasets of different θ share records), so draws of different k are dependent; each k's batch
+    alone is an exact sample of its law. The work that dominates (the keys and their partition) is done
+    once for all k instead of once per k; each further k costs a running sum over the keys ranked between
+    the previous k and it.
+
+    *With replacement* (``replace``, or k > s without replacement: a subsample smaller than k): multinomial
+    counts (:func:`resample_counts`) from a generator seeded by (one integer drawn from ``g``, k).
+
+    ``g`` is consumed the same way whatever ``ks`` is (size × s keys unless ``replace``, then one integer),
+    so the draws of a k are the same whether it is drawn alone or with others (the same subsets; the sums
+    equal to rounding, as they are added in another order), and depend on the number of rows, k and size only (:class:`MomentSampler` and the layout's recording sampler rely on this to replay
+    the reference datasets). k = 0 gives zeros. Chunked to bound memory (the keys' stream does not depend on
+    the chunking).
+    """
+    s, m = mat.shape
+    want = sorted({int(k) for k in ks})
+    if want and (want[0] < 0 or (not replace and s == 0 and want[-1] > 0)):
+        raise InvalidParameterError(f"cannot draw {want} records from {s} rows", argument="k")
+    out = {k: np.zeros((size, m)) for k in want}
+    subset = [k for k in want if 0 < k <= s] if not replace else []
+    chunk = max(1, 2_000_000 // max(s, 1))
+    if not replace:
+        for start in range(0, size, chunk):
+            b = min(size, start + chunk) - start
+            keys = g.random((b, s))
+            if subset:
+                _subset_sums(mat, keys, subset, out, start)
+    sub = int(g.integers(2**62))
+    for k in want:
+        if k == 0 or k in subset:
+            continue
+        gk = np.random.default_rng([sub, k])
+        for start in range(0, size, chunk):
+            b = min(size, start + chunk) - start
+            out[k][start : start + b] = resample_counts(k, s, b, gk) @ mat
+    return out
+
+
+#: Widest ``mat`` whose k-subset sums are gathered row by row (a (rows, k, m) array); wider ones use W @ mat.
+_GATHER_MAX_COLS = 4
+
+
+def _subset_sums(mat: NDArray[np.float64], keys: NDArray[np.float64], ks: list[int],
+                 out: dict[int, NDArray[np.float64]], start: int) -> None:
+    """``out[k][start + i] = Σ of mat's rows at the k smallest keys of keys[i]`` for every k in ``ks`` (sorted,
+    1 <= k <= s). A partition at the largest k and, inside it, at the smallest; only the keys between them are
+    sorted, so that each k adds the next keys in order (a running sum)."""
+    b, s = keys.shape
+    lo, hi = ks[0], ks[-1]
+    # the hi smallest keys, then the lo smallest among them (two single-k partitions: faster than one at both k)
+    top = np.argpartition(keys, hi - 1, axis=1)[:, :hi] if hi < s else np.broadcast_to(np.arange(s), (b, s))
+    top_keys = np.take_along_axis(keys, top, axis=1)
+    if lo < hi:
+        j = np.argpartition(top_keys, lo - 1, axis=1)
+        top, top_keys = np.take_along_axis(top, j, axis=1), np.take_along_axis(top_keys, j, axis=1)
+    idx = top
+    middle = np.take_along_axis(top[:, lo:hi], np.argsort(top_keys[:, lo:hi], axis=1), axis=1)
+    if mat.shape[1] <= _GATHER_MAX_COLS:
+        base = mat[idx[:, :lo]].sum(axis=1)
+        run = np.cumsum(mat[middle], axis=1) if hi > lo else np.zeros((b, 0, mat.shape[1]))
+        for k in ks:
+            out[k][start : start + b] = base if k == lo else base + run[:, k - lo - 1]
+        return
+    w = np.zeros((b, s))
+    rows = np.arange(b)[:, None]
+    w[rows, idx[:, :lo]] = 1.0
+    prev = lo
+    for k in ks:
+        w[rows, middle[:, prev - lo : k - lo]] = 1.0  # the keys ranked prev+1 … k join the subset
+        out[k][start : start + b] = w @ mat
+        prev = k
+
+
 def weighted_draws(mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator, *, replace: bool
                    ) -> NDArray[np.float64]:
-    """``size`` rows of W @ mat, W the weights of k records drawn from the rows of ``mat`` (one row per draw).
+    """``size`` rows of W @ mat, W the weights of k records drawn from the rows of ``mat`` (one row per draw):
+    :func:`shared_weighted_draws` for one k (the same draws as the k of a shared call with the same ``g``)."""
+    return shared_weighted_draws(mat, [k], size, g, replace=replace)[int(k)]
 
-    Without replacement (k <= rows): W is the indicator of a uniform k-subset (the k smallest of uniform keys);
-    with replacement: multinomial counts (:func:`resample_counts`). Chunked to bound memory; the draws from
-    ``g`` depend on the number of rows, k and size only (:class:`MomentSampler` and the layout's recording
-    sampler rely on this to replay the same datasets).
-    """
-    out = np.zeros((size, mat.shape[1]))
-    s = len(mat)
-    chunk = max(1, 2_000_000 // max(s, 1))
-    exact_subset = not replace and k <= s
-    for start in range(0, size, chunk):
-        b = min(size, start + chunk) - start
-        if exact_subset and k == s:
-            w = np.ones((b, s))
-        elif exact_subset:
-            keys = g.random((b, s))
-            kth = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
-            w = (keys <= kth).astype(float)
-        else:
-            w = resample_counts(k, s, b, g)
-        out[start : start + b] = w @ mat
-    return out
+
+#: Streams of :class:`MomentSampler`'s seed: the reference batches (all θ), a θ's Gaussian shape.
+_STREAM_REFERENCE = 1
+_STREAM_GAUSSIAN_SHAPE = 2
 
 
 class MomentSampler(DatasetSampler):
@@ -354,7 +421,7 @@ class MomentSampler(DatasetSampler):
     :func:`distpriv.release.resample.resample_counts`; exactly the model's law when the subsample is the
     whole group and the model draws with replacement).
 
-    *Moment matching.* For each θ a reference batch X of R raw draws (seeded from the public seed and k)
+    *Moment matching.* For each θ a reference batch X of R raw draws (one stream from the public seed shared by all θ, :meth:`prepare`)
     with mean x̄ and covariance C is mapped to x̄ ↦ μ_θ, X ↦ μ_θ + (X − x̄) C^{+1/2} Σ_θ^{1/2}, where
     (μ_θ, Σ_θ) are the exact moments of F under the sampler (:meth:`distpriv.moments.GroupMoments.dataset_moments`,
     with the finite-population correction without replacement). The mapped batch has sample mean μ_θ and
@@ -395,12 +462,8 @@ class MomentSampler(DatasetSampler):
                                     NDArray[np.float64]]] = {}
 
     def _group(self, mat: NDArray[np.float64], k: int, size: int, g: np.random.Generator) -> NDArray[np.float64]:
-        m = self.query.dim
-        out = np.zeros((size, m))
-        if k == 0:
-            return out
-        out[:] = weighted_draws(mat, k, size, g, replace=self.replace)
-        return out
+        # k = 0 too goes through weighted_draws: ``g`` is consumed the same way whatever k is (replay)
+        return weighted_draws(mat, k, size, g, replace=self.replace)
 
     def raw(self, p: float, size: int, rng: Any) -> NDArray[np.float64]:
         """``size`` raw draws of F by weights over the subsample's rows (:func:`weighted_draws`), no moment matching."""
@@ -409,28 +472,52 @@ class MomentSampler(DatasetSampler):
         total = self._group(self.pos, k, size, g) + self._group(self.neg, self.n - k, size, g)
         return self.query.reduce(total, self.n)
 
+    def reference_rng(self) -> np.random.Generator:
+        """The generator of the reference batches: one stream for every θ (:meth:`prepare`); ``raw(p,
+        self.reference, self.reference_rng())`` replays the raw reference draws of θ = p."""
+        return np.random.default_rng([self.seed, _STREAM_REFERENCE])
+
+    def prepare(self, ps: Sequence[float]) -> None:
+        """Compute the reference batches of every θ in ``ps`` at once (:func:`shared_weighted_draws`: one set
+        of keys per group for all θ, so each θ costs one product instead of a fresh draw and partition).
+
+        The raw reference draws of θ are those of ``raw(p, self.reference, self.reference_rng())`` (to rounding)
+        whatever other θ are prepared with it, so the batch of a θ does not depend on Ψ's other values; batches of
+        different θ share records (nested subsets) and are dependent, each an exact sample of its own law.
+        """
+        ks = sorted({self._k(p) for p in ps} - set(self._maps))
+        if not ks:
+            return
+        g = self.reference_rng()
+        pos = shared_weighted_draws(self.pos, ks, self.reference, g, replace=self.replace)
+        neg = shared_weighted_draws(self.neg, [self.n - k for k in ks], self.reference, g, replace=self.replace)
+        for k in ks:
+            self._match(k, self.query.reduce(pos[k] + neg[self.n - k], self.n))
+
+    def _match(self, k: int, x: NDArray[np.float64]) -> None:
+        """The moment-matching map of θ = k/n from its raw reference draws ``x`` (class docstring)."""
+        mu, sigma = self.moments.dataset_moments(k / self.n, self.n, replace=self.replace)
+        xbar = x.mean(axis=0)
+        c = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+        root = _sqrt_psd(sigma)
+        a = _sqrt_psd(c, inverse=True) @ root
+        scale = max(float(np.abs(sigma).max()), 1e-300)
+        gaussian = not np.allclose(a.T @ c @ a, sigma, rtol=1e-8, atol=1e-9 * scale)
+        if gaussian:  # a direction of Σ_θ without spread in the subsample: Gaussian shape
+            z = np.random.default_rng([self.seed, k, _STREAM_GAUSSIAN_SHAPE]).standard_normal(x.shape)
+            xbar, c = z.mean(axis=0), np.atleast_2d(np.cov(z, rowvar=False, ddof=1))
+            a = _sqrt_psd(c, inverse=True) @ root
+            x = z
+        self.gaussian_shape[k] = gaussian
+        ref = mu + (x - xbar) @ a
+        ref[:, ~np.any(a != 0, axis=0)] = mu[~np.any(a != 0, axis=0)]  # exactly constant where Σ_θ is zero
+        self._maps[k] = (xbar, a, mu, ref)
+
     def _map(self, p: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                       NDArray[np.float64]]:
         k = self._k(p)
         if k not in self._maps:
-            mu, sigma = self.exact_moments(p)
-            g = np.random.default_rng([self.seed, k])
-            x = self.raw(p, self.reference, g)
-            xbar = x.mean(axis=0)
-            c = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
-            root = _sqrt_psd(sigma)
-            a = _sqrt_psd(c, inverse=True) @ root
-            scale = max(float(np.abs(sigma).max()), 1e-300)
-            gaussian = not np.allclose(a.T @ c @ a, sigma, rtol=1e-8, atol=1e-9 * scale)
-            if gaussian:  # a direction of Σ_θ without spread in the subsample: Gaussian shape
-                z = g.standard_normal(x.shape)
-                xbar, c = z.mean(axis=0), np.atleast_2d(np.cov(z, rowvar=False, ddof=1))
-                a = _sqrt_psd(c, inverse=True) @ root
-                x = z
-            self.gaussian_shape[k] = gaussian
-            ref = mu + (x - xbar) @ a
-            ref[:, ~np.any(a != 0, axis=0)] = mu[~np.any(a != 0, axis=0)]  # exactly constant where Σ_θ is zero
-            self._maps[k] = (xbar, a, mu, ref)
+            self.prepare([p])
         return self._maps[k]
 
     def reference_samples(self, p: float) -> NDArray[np.float64]:
@@ -521,6 +608,7 @@ def model_f_theta(
                 "assumes the data are representative of the records a dataset with share θ would hold, and makes "
                 "the mechanism and its noise scale depend on the private data: what they reveal about it is "
                 "outside the guarantee.")
+    sampler.prepare(labels)  # every θ's reference batch from one set of keys per group
     samples_by = {lab: sampler.reference_samples(lab) for lab in labels}
     return Modelling(source, n, samples, sampler, EmpiricalModel(samples_by, claim_scope="release"), note, population_sha256, sub)
 

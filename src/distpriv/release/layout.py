@@ -69,9 +69,6 @@ class RecordingSampler(MomentSampler):
             return super()._group(mat, k, size, g)
         ind = self.ind_pos if mat is self.pos else self.ind_neg
         m = mat.shape[1]
-        if k == 0:
-            self.recording.append(np.zeros((size, ind.shape[1])))
-            return np.zeros((size, m))
         both = self._weights_times(np.hstack([mat, ind]), k, size, g)
         self.recording.append(both[:, m:])
         return both[:, :m]
@@ -131,7 +128,7 @@ class LayoutSampler:
             k = base._k(p)
             ranks = None
             if isinstance(base, RecordingSampler) and not base.gaussian_shape.get(k, False):
-                _, ranks = base.raw_with_ranks(p, base.reference, np.random.default_rng([base.seed, k]))
+                _, ranks = base.raw_with_ranks(p, base.reference, base.reference_rng())  # replays the reference draws
             out = self._fill(out, p, ranks, np.random.default_rng([base.seed, k, 1]))
         return out
 
