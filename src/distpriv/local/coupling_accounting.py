@@ -54,6 +54,8 @@ BNB_MAX_INPUTS = 32
 SECTOR_GAP = 0.008
 #: ... or after this many nodes per ordered pair of contexts (one small linear programme each).
 SECTOR_NODES = 3000
+#: ... and at most this many nodes × inputs of the two contexts (the size of each programme).
+SECTOR_WORK = 150_000
 #: Relative padding of the computed suprema (floating-point rounding of the sums; the claim must hold).
 PAD = 1e-13
 
@@ -245,9 +247,11 @@ def worst_case(mats: dict[object, Array], inputs: dict[object, Array], epsilon: 
                 hi_v = min(_box_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
                            _ratio_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
                            _lagrangian_bound(name, mats[s], mats[t], balls[s], balls[t]))
+                size_st = mats[s].shape[0] + mats[t].shape[0]
                 if hi_v > lo_v * (1.0 + SECTOR_GAP):
                     lo_v, hi_v = _sector_branch_and_bound(name, mats[s], mats[t], balls[s], balls[t], lo_v, hi_v,
-                                                          nodes=SECTOR_NODES, gap=SECTOR_GAP)
+                                                          nodes=min(SECTOR_NODES, SECTOR_WORK // size_st),
+                                                          gap=SECTOR_GAP)
                 if hi_v > lo_v * (1.0 + SECTOR_GAP) and mats[s].shape[0] + mats[t].shape[0] <= BNB_MAX_INPUTS:
                     lo_b, hi_b = _branch_and_bound(name, mats[s], mats[t], balls[s], balls[t], lo_v, hi_v)
                     lo_v, hi_v = max(lo_v, lo_b), min(hi_v, hi_b)  # both brackets are certified
@@ -548,6 +552,8 @@ def _scalar_f(name: str) -> Callable[[Array], Array]:
             "hellinger": lambda r: 0.5 * (np.sqrt(r) - 1.0) ** 2, "tv": lambda r: 0.5 * np.abs(r - 1.0)}[name]
 
 
+#: A sector is cut at the relaxation's ratio when it lies this far inside, else at its (geometric) middle.
+_SPLIT_LO = 0.25
 #: Penalty of the elastic sector constraints in the ratio-sector linear programme.
 ELASTIC = 1e4
 
@@ -733,7 +739,8 @@ def _sector_branch_and_bound(name: str, ms: Array, mt: Array, bs: tuple[Array, A
             pruned = max(pruned, -c_top)  # every sector a single ray: nothing left to split
             continue
         frac = (r[y] - rlo[y]) / width[y]
-        cut = r[y] if 0.1 <= frac <= 0.9 else 0.5 * (rlo[y] + rhi[y])
+        mid = math.sqrt(rlo[y] * rhi[y]) if rlo[y] > 0 and rhi[y] > 4.0 * rlo[y] else 0.5 * (rlo[y] + rhi[y])
+        cut = r[y] if _SPLIT_LO <= frac <= 1.0 - _SPLIT_LO else mid
         for half in range(2):
             nlo, nhi = rlo.copy(), rhi.copy()
             if half == 0:
