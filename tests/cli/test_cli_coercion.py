@@ -33,9 +33,9 @@ def _commands() -> list[tuple[str, Any]]:
     sub = typer.Typer()
     app.add_typer(sub, name="reproduce")
     for name in cli._REPRODUCE_MODULES:
-        importlib.import_module(f"distpriv.cli.{name}").register(sub)
+        cli._add_commands(name, sub)
     for name in cli._COMMAND_MODULES:
-        importlib.import_module(f"distpriv.cli.{name}").register(app)
+        cli._add_commands(name, app)
     group = typer.main.get_command(app)
     cli._metavars(group)
     coercion.install(group)

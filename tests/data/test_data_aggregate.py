@@ -120,7 +120,7 @@ def test_missing_values(backend, table, tmp_path):
 def test_missing_policy_and_other_errors(table):
     with pytest.raises(UnknownLabelError, match="missing: unknown value 'skip'"):
         dd.summarize(table, QUERY, PROTECT, missing="skip")
-    with pytest.raises(InvalidParameterError, match=r"stats: unknown column 'agee' in data; available columns are"):
+    with pytest.raises(InvalidParameterError, match=r"stats: unknown column 'agee' in data \(did you mean 'my age'\?\); available columns are"):
         dd.summarize(table, ["mean:agee"], PROTECT)
     with pytest.raises(InvalidTypeError, match="statistic 'mean:sex': mean needs a numeric column"):
         dd.summarize(table, ["mean:sex"], PROTECT)

@@ -84,7 +84,7 @@ def _route(dtype: str) -> str:
     return "text"  # VARCHAR, wide integers (through their digits), dates and every other type
 
 
-def canonical_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
+def typed_cells_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     """DuckDB query giving every cell's canonical parts: per column ``k`` an ``i<k>`` (BIGINT), a ``d<k>``
     (DOUBLE) or, for text-like columns, all of ``i<k>``, ``d<k>`` and ``s<k>`` (VARCHAR) with at most one of
     them non-null per row. No key enters the query."""
@@ -154,7 +154,7 @@ def _hash_words(kind: NDArray[np.uint8], code: NDArray[np.uint64], keys: NDArray
 
 
 def batch_cells(batch: Any, keys: Sequence[NDArray[np.uint64]]) -> NDArray[np.uint64]:
-    """(rows, len(keys)) hashes of an Arrow record batch of :func:`canonical_sql` (``keys[k]``: column k's
+    """(rows, len(keys)) hashes of an Arrow record batch of :func:`typed_cells_sql` (``keys[k]``: column k's
     :func:`kind_keys`)."""
     import pyarrow.compute as pc
 

@@ -438,7 +438,7 @@ def _unique_names(columns: Sequence[str]) -> list[str]:
 
 def _v3_reader_cells(reader: Any, keys: list[NDArray[np.uint64]], total: bool,
                      rows: int | None = None) -> NDArray[np.uint64]:
-    """Hash every batch of an Arrow reader of :func:`distpriv.data.cell_hash.canonical_sql`; ``total``: one
+    """Hash every batch of an Arrow reader of :func:`distpriv.data.cell_hash.typed_cells_sql`; ``total``: one
     row hash per row (Σ over the columns mod 2⁶⁴) instead of a cell per column. With the row count ``rows``
     known (files), the hashes are written into one preallocated array (no second copy at the end)."""
     from .cell_hash import batch_cells
@@ -469,7 +469,7 @@ def _v3_frame(data: Any, keys: list[NDArray[np.uint64]], total: bool) -> NDArray
     """Scheme v3 hashes of an in-memory pandas DataFrame / pyarrow Table / RecordBatch, scanned by DuckDB."""
     import duckdb
 
-    from .cell_hash import canonical_sql as v3_sql
+    from .cell_hash import typed_cells_sql as v3_sql
 
     con = duckdb.connect(":memory:")
     try:
@@ -501,7 +501,7 @@ def _v3_spark(batches: Any, keys: list[NDArray[np.uint64]], total: bool) -> Any:
 def _v3_engine(table: Table, cols: list[str], keys: list[NDArray[np.uint64]], total: bool) -> NDArray[np.uint64]:
     """Scheme v3 over ``cols`` of ``table``: the engine computes the canonical parts, numpy the hashes;
     (rows, len(cols)) uint64 (or (rows,) row totals), row order of the engine."""
-    from .cell_hash import canonical_sql as v3_sql
+    from .cell_hash import typed_cells_sql as v3_sql
 
     backend = table.backend
     m = 1 if total else len(cols)

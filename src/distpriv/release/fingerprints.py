@@ -89,7 +89,7 @@ def table_cells(table: Any, key: str) -> tuple[tuple[str, ...], NDArray[np.uint6
     names, cells = cell_fingerprints(table, key=key_bytes(key))
     # rows with equal identities are equal rows (up to a 2^-64 chance), so an unstable sort gives the same array
     order = np.argsort(row_sums(cells))
-    if not cells.flags.f_contiguous or cells.flags.c_contiguous:
+    if not cells.flags.f_contiguous or cells.flags.c_contiguous or not cells.flags.writeable:
         return tuple(names), np.take(cells, order, axis=0)
     for j in range(cells.shape[1]):  # column-major (files): reorder each column in place, one column of scratch
         cells[:, j] = cells[order, j]
