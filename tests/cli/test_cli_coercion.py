@@ -7,7 +7,6 @@ not import pydantic.
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from pathlib import Path
