@@ -592,8 +592,11 @@ def least_trace_cover(verts: NDArray[np.float64]) -> NDArray[np.float64]:
         q = (v * lam[:, None]).T @ v
         w, u = np.linalg.eigh(0.5 * (q + q.T))
         if not float(w[0]) > 1e-300 * max(1.0, float(w[-1])):
-            raise InvalidParameterError("the record sensitivity set does not span every coordinate",
-                                        argument="record_epsilon")
+            raise InvalidParameterError(
+                "the record sensitivity set does not span every coordinate: some statistics move together for "
+                "every record (e.g. mean:x and sum:x of one column are proportional when n is public), so no "
+                "record-level noise shape exists for them; release only one of each such group",
+                argument="record_epsilon")
         root = np.sqrt(w)
         proj = v @ u
         g = np.sum(proj * proj / root, axis=1)  # vᵀQ^{-1/2}v
