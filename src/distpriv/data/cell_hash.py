@@ -4,14 +4,18 @@ Scheme ``distpriv-cell-sip64/v3`` (:data:`distpriv.data.fingerprint.CELL_SCHEME`
 only when cells are hashed, not on every release). Every cell of column ``name`` becomes a *kind* and
 a 64-bit *code*:
 
-* missing (null, NaN, empty or blank text): kind 0, code 0;
+* missing (null, NaN, empty or blank text, and a text equal to one of the CSV reader's missing-value
+  markers ``NA``, ``N/A``, ``NaN``, ``null`` in any case): kind 0, code 0;
 * a number whose value is an integer in [−2⁶³, 2⁶³): kind 1, the integer (two's complement) — integer
   columns, booleans (1/0), floats with an integral value (40.0, −0.0), text that is a plain decimal
   number (``'007'``, ``'5.0'``, ``'1e3'``) and ``'true'``/``'false'`` (1/0), whatever the case;
 * any other number (non-integral or beyond ±2⁶³, ±inf): kind 2, the IEEE-754 bits of its float64 value
   (−0.0 is 0; decimals and text numbers through float64);
+* a single-precision float is first written as its shortest decimal (``float32(0.1)`` is 0.1, as a CSV
+  export writes it), and a timestamp without time zone at midnight as its date (``2020-01-01``);
 * text (after trimming ASCII whitespace, lower-cased; also dates and other types by their text cast, and
-  integers beyond ±2⁶³ written as their exact decimal digits): kind 3, the first 8 bytes (little-endian)
+  integers beyond ±2⁶³ within the 128-bit range written as their exact decimal digits; wider integers and
+  decimals beyond float64's range go through float64, so they may match neighbours: only more caution): kind 3, the first 8 bytes (little-endian)
   of the unkeyed BLAKE2b-64 digest of its UTF-8 bytes;
 
 and its hash is SipHash-2-4 (:mod:`distpriv.data.siphash`) of the code under a key derived for (name, kind):
@@ -43,7 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .siphash import siphash24
-from .sources import quote_ident
+from .sources import NA_VALUES, quote_ident
 
 MISSING, INT, FLOAT, TEXT = 0, 1, 2, 3
 _KINDS = 4
@@ -84,6 +88,12 @@ def _route(dtype: str) -> str:
     return "text"  # VARCHAR, wide integers (through their digits), dates and every other type
 
 
+def _naive_timestamp(dtype: str) -> bool:
+    """A TIMESTAMP type without a time zone (``TIMESTAMP``, ``TIMESTAMP_S/MS/NS``)."""
+    base = dtype.upper()
+    return base.startswith("TIMESTAMP") and "TIME ZONE" not in base and not base.endswith("TZ")
+
+
 def typed_cells_sql(columns: Sequence[str], types: Sequence[Any], source: str) -> str:
     """DuckDB query giving every cell's canonical parts: per column ``k`` an ``i<k>`` (BIGINT), a ``d<k>``
     (DOUBLE) or, for text-like columns, all of ``i<k>``, ``d<k>`` and ``s<k>`` (VARCHAR) with at most one of
@@ -97,11 +107,19 @@ def typed_cells_sql(columns: Sequence[str], types: Sequence[Any], source: str) -
             mid.append(f"r{k}")
             outer.append(f"CAST(r{k} AS BIGINT) AS i{k}")
         elif route == "float":
-            inner.append(f"{col} AS r{k}")
+            # a single-precision value by its shortest decimal (what a CSV export of it writes: float32(0.1) is 0.1)
+            single = dtype.upper() in ("FLOAT", "REAL")
+            inner.append(f"CAST(CAST({col} AS VARCHAR) AS DOUBLE) AS r{k}" if single else f"{col} AS r{k}")
             mid.append(f"r{k}")
             outer.append(f"CAST(r{k} AS DOUBLE) AS d{k}")
         else:
-            inner.append(f"nullif(trim(CAST({col} AS VARCHAR), {_WS}), '') AS r{k}")
+            text = f"CAST({col} AS VARCHAR)"
+            if _naive_timestamp(dtype):  # a timestamp at midnight is its date (a CSV of dates reads back as DATE)
+                text = f"CASE WHEN CAST({col} AS TIME) = TIME '00:00:00' THEN CAST(CAST({col} AS DATE) AS VARCHAR) ELSE {text} END"
+            # the CSV reader's missing-value markers (sources.NA_VALUES) are missing in a frame's text too
+            na = ", ".join(f"'{v.lower()}'" for v in NA_VALUES if v)
+            inner.append(f"CASE WHEN lower(trim({text}, {_WS})) IN ({na}) THEN NULL "
+                         f"ELSE nullif(trim({text}, {_WS}), '') END AS r{k}")
             r = f"r{k}"
             mid.append(f"{r}, lower({r}) AS l{k}, CASE WHEN {r} IS NULL THEN 0 "
                        f"WHEN NOT (ascii({r}) BETWEEN 48 AND 57 OR ascii({r}) IN (43, 45, 46)) THEN 3 "
