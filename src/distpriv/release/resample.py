@@ -47,12 +47,13 @@ def uniform_multinomial(
     if k < 0 or s < 1 or size < 0:
         raise ValueError(f"uniform_multinomial: need k >= 0, s >= 1, size >= 0 (got k={k}, s={s}, size={size})")
     lam = max(0.0, k - 2.0 * np.sqrt(k)) / s if rate is None else float(rate)
-    w = rng.poisson(lam, size=(size, s)).astype(np.int64)
+    w = rng.poisson(lam, size=(size, s)).astype(np.int64, copy=False)  # numpy's poisson is int64 already
     totals = w.sum(axis=1)
     need = np.maximum(k - totals, 0)
     if need.any():  # step 2: throw the missing balls into uniform bins (one flat bincount over all rows)
-        flat = np.repeat(np.arange(size, dtype=np.int64) * s, need) + rng.integers(0, s, size=int(need.sum()))
-        w += np.bincount(flat, minlength=size * s).reshape(size, s)
+        flat = rng.integers(0, s, size=int(need.sum()))
+        flat += np.repeat(np.arange(0, size * s, s, dtype=np.int64), need)  # row i's balls go to i·s + bin
+        w.reshape(-1)[:] += np.bincount(flat, minlength=size * s)
     for i in np.flatnonzero(totals > k):  # step 3: remove t - k uniformly chosen balls
         t = int(totals[i])
         balls = rng.choice(t, size=t - k, replace=False)  # ball indices 0..t-1, bins in order
