@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from distpriv.release.resample import POISSON_MIN_RATE, poisson_alias, poisson_table, resample_counts, uniform_multinomial
+from distpriv.release.resample import (
+    POISSON_MIN_RATE,
+    poisson_alias,
+    poisson_table,
+    resample_counts,
+    uniform_multinomial,
+)
 
 DRAWS = 200_000
 
