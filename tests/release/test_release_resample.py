@@ -168,3 +168,12 @@ def test_poisson_alias_table_reproduces_the_pmf(lam):
     ref = stats.poisson.pmf(j, lam)
     np.testing.assert_allclose(implied, ref, rtol=1e-9, atol=1e-16)
     assert stats.poisson.cdf(lo - 1, lam) + stats.poisson.sf(j[-1], lam) < 1e-19
+
+
+def test_poisson_alias_falls_back_when_the_table_exceeds_the_draws():
+    """Few draws at a huge rate: numpy's Poisson sampler (its stream exactly), not a table of ~28,000 cells."""
+    np.testing.assert_array_equal(poisson_alias(1.0e6, (3, 5), np.random.default_rng(4)),
+                                  np.random.default_rng(4).poisson(1.0e6, size=(3, 5)))
+    assert poisson_alias(0.0, (2, 3), np.random.default_rng(4)).tolist() == [[0] * 3] * 2
+    with pytest.raises(ValueError):
+        poisson_alias(-1.0, (2,), np.random.default_rng(4))

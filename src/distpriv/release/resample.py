@@ -82,11 +82,14 @@ def poisson_alias(lam: float, shape: tuple[int, ...], rng: np.random.Generator) 
     The table covers j ∈ [max(0, ⌊λ⌋ − h), ⌊λ⌋ + h] with h = ⌈14√λ + 30⌉: by the Chernoff bounds
     P(X ≥ λ + t) ≤ exp(−t²/(2(λ + t/3))) and P(X ≤ λ − t) ≤ exp(−t²/(2λ)) with t = 14√λ + 30 (exponents
     ≥ 45 and ≥ 98 for every λ) the mass outside is below 1e-19, far under the 2⁻⁵³ resolution of the uniforms. log p_j − log p_⌊λ⌋ is a running sum of log(λ/i), and the
-    probabilities are normalised over the table."""
+    probabilities are normalised over the table. When the table would have more cells than there are draws
+    (a huge λ, few draws), numpy's ``Generator.poisson`` draws them instead (same law, bounded set-up work)."""
     if lam < 0 or not np.isfinite(lam):
         raise ValueError(f"poisson_alias: need a finite rate >= 0, got {lam}")
     if lam == 0:
         return np.zeros(shape, dtype=np.int64)
+    if 2.0 * (14.0 * np.sqrt(lam) + 31.0) > np.prod(shape, dtype=float):  # a table larger than the draws
+        return rng.poisson(lam, size=shape).astype(np.int64, copy=False)
     lo, prob, alias = poisson_table(lam)
     cells = prob.size
     u = rng.random(shape)
