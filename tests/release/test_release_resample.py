@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from distpriv.release.resample import POISSON_MIN_RATE, resample_counts, uniform_multinomial
+from distpriv.release.resample import (
+    POISSON_MIN_RATE,
+    poisson_alias,
+    poisson_table,
+    resample_counts,
+    uniform_multinomial,
+)
 
 DRAWS = 200_000
 
@@ -125,3 +131,49 @@ def test_sampler_with_replacement_at_large_k_follows_the_closed_form() -> None:
         raw = sampler.raw(theta, 4000, np.random.default_rng(9))
         assert np.all(np.abs(raw.mean(axis=0) - mu) < 4.5 * np.sqrt(np.diag(cov) / 4000))
         assert np.all(np.abs(raw.var(axis=0, ddof=1) / np.diag(cov) - 1) < 4.5 * np.sqrt(2 / 3999))
+
+
+@pytest.mark.parametrize("lam", [0.3, 9.1, 250.0, 999.5, 1.0e5])
+def test_poisson_alias_law(lam):
+    """The alias-table Poisson draws (step 1) against scipy's Poisson pmf: chi-square goodness of fit at level
+    1e-4 (cells with expected count >= 5, tails pooled), and mean/variance within 5 standard errors."""
+    x = poisson_alias(lam, (DRAWS,), np.random.default_rng(17))
+    assert x.dtype == np.int64 and x.min() >= 0
+    lo, hi = int(stats.poisson.ppf(1e-7, lam)), int(stats.poisson.isf(1e-7, lam))
+    j = np.arange(lo, hi + 1)
+    expected = stats.poisson.pmf(j, lam) * DRAWS
+    observed = np.bincount(np.clip(x, lo, hi) - lo, minlength=j.size).astype(float)
+    expected[0] += stats.poisson.cdf(lo - 1, lam) * DRAWS  # tails pooled into the end cells
+    expected[-1] += stats.poisson.sf(hi, lam) * DRAWS
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-4
+    assert abs(x.mean() - lam) < 5 * math.sqrt(lam / DRAWS)
+    assert abs(x.var(ddof=1) / lam - 1) < 5 * math.sqrt(2 / DRAWS + 1 / (lam * DRAWS))
+
+
+@pytest.mark.parametrize("lam", [0.3, 9.1, 999.5, 1.0e5])
+def test_poisson_alias_table_reproduces_the_pmf(lam):
+    """The alias table's implied probabilities (prob[j] + Σ_{alias[i]=j} (1 − prob[i])) / K equal scipy's Poisson pmf
+    on the table to 1e-9 relative or 1e-16 absolute, and the pmf mass off the table is < 1e-19 (Chernoff bound in
+    poisson_alias's docstring)."""
+    lo, prob, alias = poisson_table(lam)
+    j = np.arange(lo, lo + prob.size)
+    half = math.ceil(14 * math.sqrt(lam) + 30)
+    assert lo == max(0, math.floor(lam) - half) and j[-1] == math.floor(lam) + half
+    implied = (prob + np.bincount(alias, weights=1 - prob, minlength=j.size)) / j.size
+    ref = stats.poisson.pmf(j, lam)
+    np.testing.assert_allclose(implied, ref, rtol=1e-9, atol=1e-16)
+    assert stats.poisson.cdf(lo - 1, lam) + stats.poisson.sf(j[-1], lam) < 1e-19
+
+
+def test_poisson_alias_falls_back_when_the_table_exceeds_the_draws():
+    """Few draws at a huge rate: numpy's Poisson sampler (its stream exactly), not a table of ~28,000 cells."""
+    np.testing.assert_array_equal(poisson_alias(1.0e6, (3, 5), np.random.default_rng(4)),
+                                  np.random.default_rng(4).poisson(1.0e6, size=(3, 5)))
+    assert poisson_alias(0.0, (2, 3), np.random.default_rng(4)).tolist() == [[0] * 3] * 2
+    with pytest.raises(ValueError):
+        poisson_alias(-1.0, (2,), np.random.default_rng(4))
