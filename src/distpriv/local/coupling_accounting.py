@@ -56,6 +56,10 @@ SECTOR_GAP = 0.008
 SECTOR_NODES = 3000
 #: ... and at most this many nodes × inputs of the two contexts (the size of each programme).
 SECTOR_WORK = 150_000
+#: Conditional-gradient steps from each live node's programme point (the lower end of the sector search).
+ASCENT_STEPS = 10
+#: ... when its point's divergence is within this relative distance of the best lower end.
+ASCENT_NEAR = 0.005
 #: Relative padding of the computed suprema (floating-point rounding of the sums; the claim must hold).
 PAD = 1e-13
 
@@ -561,7 +565,9 @@ ELASTIC = 1e4
 class _SectorLP:
     """The ratio-sector linear programme of :func:`_sector_node` kept in one HiGHS model (highspy, installed
     with cvxpy): each node changes only the costs and the sector rows whose ratios moved, and HiGHS restarts
-    from the previous basis."""
+    from the previous basis. Columns λ (n1), λ' (n2), P (|Y|), Q (|Y|), s_hi, s_lo (|Y| each); rows
+    P − C_sᵀλ = 0, Q − C_tᵀλ' = 0, P_y − r_hi Q_y − s_hi <= 0, r_lo Q_y − P_y − s_lo <= 0, Σλ = Σλ' = 1, so
+    a moved ratio changes one coefficient."""
 
     def __init__(self, ms: Array, mt: Array, bs: tuple[Array, Array], bt: tuple[Array, Array]) -> None:
         import os
@@ -586,17 +592,20 @@ class _SectorLP:
             os.close(devnull)
         h.setOptionValue("output_flag", False)
         inf = highspy.kHighsInf
-        ncol = n1 + n2 + 2 * ny
-        lo = np.concatenate([bs[0], bt[0], np.zeros(2 * ny)])
-        up = np.concatenate([bs[1], bt[1], np.full(2 * ny, inf)])
-        cost = np.concatenate([np.zeros(n1 + n2), np.full(2 * ny, ELASTIC)])
+        ncol = n1 + n2 + 4 * ny
+        lo = np.concatenate([bs[0], bt[0], np.full(2 * ny, -inf), np.zeros(2 * ny)])
+        up = np.concatenate([bs[1], bt[1], np.full(4 * ny, inf)])
+        cost = np.concatenate([np.zeros(n1 + n2 + 2 * ny), np.full(2 * ny, ELASTIC)])
         h.addCols(ncol, cost, lo, up, 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
         self.rlo, self.rhi = np.ones(ny), np.ones(ny)
+        eye, zyy = np.eye(ny), np.zeros((ny, ny))
         rows = np.vstack([
-            np.hstack([ms.T, -mt.T, -np.eye(ny), np.zeros((ny, ny))]),  # P − r_hi Q − s_hi <= 0
-            np.hstack([-ms.T, mt.T, np.zeros((ny, ny)), -np.eye(ny)]),  # r_lo Q − P − s_lo <= 0
-            np.concatenate([np.ones(n1), np.zeros(n2 + 2 * ny)])[None, :],
-            np.concatenate([np.zeros(n1), np.ones(n2), np.zeros(2 * ny)])[None, :]])
+            np.hstack([-ms.T, np.zeros((ny, n2)), eye, zyy, zyy, zyy]),  # P − C_sᵀλ = 0
+            np.hstack([np.zeros((ny, n1)), -mt.T, zyy, eye, zyy, zyy]),  # Q − C_tᵀλ' = 0
+            np.hstack([np.zeros((ny, n1 + n2)), eye, -eye, -eye, zyy]),  # P − r_hi Q − s_hi <= 0
+            np.hstack([np.zeros((ny, n1 + n2)), -eye, eye, zyy, -eye]),  # r_lo Q − P − s_lo <= 0
+            np.concatenate([np.ones(n1), np.zeros(n2 + 4 * ny)])[None, :],
+            np.concatenate([np.zeros(n1), np.ones(n2), np.zeros(4 * ny)])[None, :]])
         starts: list[int] = []
         idx: list[int] = []
         vals: list[float] = []
@@ -605,32 +614,29 @@ class _SectorLP:
             starts.append(len(idx))
             idx.extend(nz.tolist())
             vals.extend(row[nz].tolist())
-        rlow = np.concatenate([np.full(2 * ny, -inf), [1.0, 1.0]])
-        rup = np.concatenate([np.zeros(2 * ny), [1.0, 1.0]])
+        rlow = np.concatenate([np.zeros(2 * ny), np.full(2 * ny, -inf), [1.0, 1.0]])
+        rup = np.concatenate([np.zeros(4 * ny), [1.0, 1.0]])
         h.addRows(rows.shape[0], rlow, rup, len(idx), np.array(starts, dtype=np.int32),
                   np.array(idx, dtype=np.int32), np.array(vals))
+        self.cost_idx = np.arange(n1 + n2, n1 + n2 + 2 * ny, dtype=np.int32)
         self.h = h
 
     def solve(self, slope: Array, beta: Array, rlo: Array, rhi: Array) -> tuple[Array, Array, Array] | None:
         """(λ, λ', row duals of the 2|Y| sector rows) at the optimum, or None."""
         h, n1, n2, ny = self.h, self.n1, self.n2, self.ny
-        cost = -np.concatenate([self.ms @ slope, self.mt @ beta])
-        h.changeColsCost(n1 + n2, np.arange(n1 + n2, dtype=np.int32), cost)
+        h.changeColsCost(2 * ny, self.cost_idx, -np.concatenate([slope, beta]))
+        iq = n1 + n2 + ny
         for y in np.flatnonzero(rhi != self.rhi):
-            for j in range(n2):
-                if self.mt[j, y] != 0.0:
-                    h.changeCoeff(int(y), n1 + j, float(-rhi[y] * self.mt[j, y]))
+            h.changeCoeff(int(2 * ny + y), int(iq + y), float(-rhi[y]))
         for y in np.flatnonzero(rlo != self.rlo):
-            for j in range(n2):
-                if self.mt[j, y] != 0.0:
-                    h.changeCoeff(int(ny + y), n1 + j, float(rlo[y] * self.mt[j, y]))
+            h.changeCoeff(int(3 * ny + y), int(iq + y), float(rlo[y]))
         self.rlo, self.rhi = rlo.copy(), rhi.copy()
         h.run()
         if h.getModelStatus() != self.highspy.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
         x = np.asarray(sol.col_value)
-        return x[:n1], x[n1:n1 + n2], np.asarray(sol.row_dual)[:2 * ny]
+        return x[:n1], x[n1:n1 + n2], np.asarray(sol.row_dual)[2 * ny:4 * ny]
 
 
 def _sector_node(name: str, ms: Array, mt: Array, bs: tuple[Array, Array], bt: tuple[Array, Array],
@@ -748,6 +754,9 @@ def _sector_branch_and_bound(name: str, ms: Array, mt: Array, bs: tuple[Array, A
             else:
                 nlo[y] = cut
             c_up, c_lo, cla, clb = _sector_node(name, ms, mt, bs, bt, nlo, nhi, lp)
+            if c_up > best * (1.0 + gap) and c_lo > best * (1.0 - ASCENT_NEAR):
+                # a live node whose programme's point (a point of the balls) is near the best: climb from it
+                c_lo = max(c_lo, _ascent(name, ms, mt, bs, bt, (cla, clb), steps=ASCENT_STEPS))
             best = max(best, c_lo)
             count += 1
             if c_up > best * (1.0 + gap):
