@@ -26,7 +26,7 @@ for every pair of distinct contexts, both orders — the exact value, here compu
   sup <= Σ_y max over the corners of the box of [Q_y f(P_y/Q_y) − u_y P_y − v_y Q_y] + h_{B_s}(C_s u) + h_{B_s'}(C_s' v),
   h_B the support function of B (a greedy fill); u, v come from one linear programme (HiGHS) and the
   bound is re-evaluated exactly at them, so it is certified whatever the solver's accuracy. Branch and
-  bound on the likelihood ratios r_y = P_y/Q_y then narrows the bracket to 0.8% (issue 25): Q f(P/Q) is
+  bound on the likelihood ratios r_y = P_y/Q_y then narrows the bracket to 0.95% (issue 25): Q f(P/Q) is
   linear along rays, so on a sector r_lo <= P_y/Q_y <= r_hi the chord of f is a linear over-estimator,
   the node's relaxation is one linear programme over (λ, λ'), certified by weak duality at its multipliers
   (:func:`_sector_branch_and_bound`); branch and bound over sub-boxes of the balls is the last resort.
@@ -50,12 +50,12 @@ BNB_NODES = 64
 #: ... and only when the two contexts have at most this many inputs together (each node solves one LP).
 BNB_MAX_INPUTS = 32
 #: The ratio-sector branch and bound beyond MAX_FREE stops once the bracket is within this relative gap (so the
-#: claim is within 1.008× the exact value) ...
-SECTOR_GAP = 0.008
+#: claim is within 1.0095× the exact value) ...
+SECTOR_GAP = 0.0095
 #: ... or after this many nodes per ordered pair of contexts (one small linear programme each).
-SECTOR_NODES = 3000
+SECTOR_NODES = 8_000
 #: ... and at most this many nodes × inputs of the two contexts (the size of each programme).
-SECTOR_WORK = 150_000
+SECTOR_WORK = 400_000
 #: Conditional-gradient steps from each live node's programme point (the lower end of the sector search).
 ASCENT_STEPS = 10
 #: ... when its point's divergence is within this relative distance of the best lower end.
@@ -233,6 +233,7 @@ def worst_case(mats: dict[object, Array], inputs: dict[object, Array], epsilon: 
         return WorstCase(best_lo, best_hi, "exact (greedy linear programmes over the accuracy balls)", where)
     verts = {s: vertices(*balls[s]) for s in keys}
     exact = all(v is not None for v in verts.values())
+    brackets: dict[tuple[object, object], tuple[float, float]] = {}
     for s in keys:
         for t in keys:
             if s == t:
@@ -240,29 +241,38 @@ def worst_case(mats: dict[object, Array], inputs: dict[object, Array], epsilon: 
             vs, vt = verts[s], verts[t]
             if vs is not None and vt is not None:
                 val = float(_pairwise(name, vs @ mats[s], vt @ mats[t]).max()) * (1.0 + PAD) + 1e-300
-                lo_v = hi_v = val
-            else:
-                greedy_s = _greedy_vertices(mats[s], *balls[s])
-                greedy_t = _greedy_vertices(mats[t], *balls[t])
-                table = _pairwise(name, greedy_s @ mats[s], greedy_t @ mats[t])
-                i, j = np.unravel_index(int(np.argmax(table)), table.shape)
-                lo_v = max(float(table[i, j]), _ascent(name, mats[s], mats[t], balls[s], balls[t],
-                                                        (greedy_s[i], greedy_t[j])))
-                hi_v = min(_box_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
-                           _ratio_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
-                           _lagrangian_bound(name, mats[s], mats[t], balls[s], balls[t]))
-                size_st = mats[s].shape[0] + mats[t].shape[0]
-                if hi_v > lo_v * (1.0 + SECTOR_GAP):
-                    lo_v, hi_v = _sector_branch_and_bound(name, mats[s], mats[t], balls[s], balls[t], lo_v, hi_v,
-                                                          nodes=min(SECTOR_NODES, SECTOR_WORK // size_st),
-                                                          gap=SECTOR_GAP)
-                if hi_v > lo_v * (1.0 + SECTOR_GAP) and mats[s].shape[0] + mats[t].shape[0] <= BNB_MAX_INPUTS:
-                    lo_b, hi_b = _branch_and_bound(name, mats[s], mats[t], balls[s], balls[t], lo_v, hi_v)
-                    lo_v, hi_v = max(lo_v, lo_b), min(hi_v, hi_b)  # both brackets are certified
-                hi_v *= 1.0 + PAD
-            if hi_v > best_hi:
-                best_hi, where = hi_v, (s, t)
-            best_lo = max(best_lo, lo_v)
+                brackets[(s, t)] = (val, val)
+                continue
+            greedy_s = _greedy_vertices(mats[s], *balls[s])
+            greedy_t = _greedy_vertices(mats[t], *balls[t])
+            table = _pairwise(name, greedy_s @ mats[s], greedy_t @ mats[t])
+            i, j = np.unravel_index(int(np.argmax(table)), table.shape)
+            lo_v = max(float(table[i, j]), _ascent(name, mats[s], mats[t], balls[s], balls[t],
+                                                    (greedy_s[i], greedy_t[j])))
+            hi_v = min(_box_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
+                       _ratio_bound(name, lo_lift[s], hi_lift[s], lo_lift[t], hi_lift[t]),
+                       _lagrangian_bound(name, mats[s], mats[t], balls[s], balls[t]))
+            brackets[(s, t)] = (lo_v, -hi_v)  # refined below (the sign marks a bracket still to refine)
+    best_lo = max(lo for lo, _ in brackets.values())
+    # refine the pairs with the largest upper ends first: a pair is refined only until its upper end is within
+    # the gap of the best lower end of ALL pairs (the claim is the maximum over the pairs)
+    for (s, t) in sorted(brackets, key=lambda k: -abs(brackets[k][1])):
+        lo_v, hi_v = brackets[(s, t)]
+        if hi_v < 0:
+            hi_v = -hi_v
+            size_st = mats[s].shape[0] + mats[t].shape[0]
+            if hi_v > best_lo * (1.0 + SECTOR_GAP):
+                lo_v, hi_v = _sector_branch_and_bound(name, mats[s], mats[t], balls[s], balls[t],
+                                                      max(lo_v, best_lo), hi_v,
+                                                      nodes=min(SECTOR_NODES, SECTOR_WORK // size_st),
+                                                      gap=SECTOR_GAP)
+            if hi_v > best_lo * (1.0 + SECTOR_GAP) and size_st <= BNB_MAX_INPUTS:
+                lo_b, hi_b = _branch_and_bound(name, mats[s], mats[t], balls[s], balls[t], max(lo_v, best_lo), hi_v)
+                lo_v, hi_v = max(lo_v, lo_b), min(hi_v, hi_b)  # both brackets are certified
+            hi_v *= 1.0 + PAD
+        if hi_v > best_hi:
+            best_hi, where = hi_v, (s, t)
+        best_lo = max(best_lo, lo_v)
     method = ("exact (maximum over the vertex pairs of the accuracy balls; joint convexity)" if exact else
               f"bracket: greedy vertices and conditional-gradient ascent below; above, the least of the per-output corner bound, "
               f"the likelihood-ratio chord bound and the Lagrangian bound, refined by branch and bound on the likelihood "
@@ -754,6 +764,7 @@ def _sector_branch_and_bound(name: str, ms: Array, mt: Array, bs: tuple[Array, A
             else:
                 nlo[y] = cut
             c_up, c_lo, cla, clb = _sector_node(name, ms, mt, bs, bt, nlo, nhi, lp)
+            c_up = min(c_up, -c_top)  # the child's sectors lie inside its parent's
             if c_up > best * (1.0 + gap) and c_lo > best * (1.0 - ASCENT_NEAR):
                 # a live node whose programme's point (a point of the balls) is near the best: climb from it
                 c_lo = max(c_lo, _ascent(name, ms, mt, bs, bt, (cla, clb), steps=ASCENT_STEPS))
