@@ -234,3 +234,22 @@ def test_sector_branch_and_bound_is_sound_and_within_1_percent(seed: int) -> Non
         assert lo <= brute * (1 + 1e-9)  # the lower end is the value at a point of the balls
         assert hi >= brute * (1 - 1e-9)  # sound
         assert hi <= brute * 1.01 and hi <= lo * 1.008 * (1 + 1e-12)
+
+
+def test_bracket_over_both_orders_is_sound_against_every_vertex_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bracket path refines the ordered pairs of contexts against the best lower end of all of them (issue 25):
+    its claim still covers the brute-force maximum over every vertex pair in both orders, within 1.01×."""
+    from distpriv.local import coupling_accounting as ca
+
+    c, true, est = instance(7, n=6, m=4, size=60)
+    eps = c.estimation_epsilon(true)
+    ma, mb = np.asarray(c.matrix("a")), np.asarray(c.matrix("b"))
+    va = own_vertices(est["a"] * math.exp(-eps), np.minimum(est["a"] * math.exp(eps), 1.0)) @ ma
+    vb = own_vertices(est["b"] * math.exp(-eps), np.minimum(est["b"] * math.exp(eps), 1.0)) @ mb
+    monkeypatch.setattr(ca, "MAX_FREE", 0)
+    for name in ("kl", "hellinger"):
+        brute = max(max(own_div(name, x, y), own_div(name, y, x)) for x in va for y in vb)
+        wc = c.worst_case(eps, name)
+        assert not wc.exact
+        assert wc.lower <= brute * (1 + 1e-9) and wc.upper >= brute * (1 - 1e-9)
+        assert wc.upper <= brute * 1.01
