@@ -253,3 +253,21 @@ def test_bracket_over_both_orders_is_sound_against_every_vertex_pair(monkeypatch
         assert not wc.exact
         assert wc.lower <= brute * (1 + 1e-9) and wc.upper >= brute * (1 - 1e-9)
         assert wc.upper <= brute * 1.01
+
+
+def test_solver_points_are_put_back_into_the_accuracy_ball() -> None:
+    """Review finding: the branch and bound's lower end was the divergence at the solver's point clipped to the box,
+    whose sum could be 1 − 2e-8 (outside the ball), so the reported lower end exceeded the exact supremum by
+    1.6e-7. ``_into_ball`` returns a point of {lo <= λ <= up, Σλ = 1}."""
+    from distpriv.local import coupling_accounting as ca
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(2, 12))
+        est = rng.dirichlet(np.ones(n))
+        eps = float(rng.uniform(0.05, 2.0))
+        lo, up = est * math.exp(-eps), np.minimum(est * math.exp(eps), 1.0)
+        x = est + rng.normal(0, float(rng.choice([1e-8, 1e-3, 0.3])), n)  # a solver's slightly infeasible point
+        y = ca._into_ball(x, lo, up)
+        assert np.all(y >= lo) and np.all(y <= up)
+        assert abs(float(y.sum()) - 1.0) <= 1e-14

@@ -673,7 +673,7 @@ def _sector_node(name: str, ms: Array, mt: Array, bs: tuple[Array, Array], bt: t
             la, lb = _greedy_max(ms @ slope, *bs), _greedy_max(mt @ beta, *bt)
             mu_hi = mu_lo = np.zeros(ny)
         else:
-            la, lb = np.clip(got[0], *bs), np.clip(got[1], *bt)
+            la, lb = _into_ball(got[0], *bs), _into_ball(got[1], *bt)
             marg = np.maximum(-got[2], 0.0)
             mu_hi, mu_lo = marg[:ny], marg[ny:]
         return _sector_certify(name, ms, mt, bs, bt, rlo, rhi, slope, beta, mu_hi, mu_lo, la, lb)
@@ -690,10 +690,29 @@ def _sector_node(name: str, ms: Array, mt: Array, bs: tuple[Array, Array], bt: t
         la, lb = _greedy_max(ms @ slope, *bs), _greedy_max(mt @ beta, *bt)
         mu_hi = mu_lo = np.zeros(ny)
     else:
-        la, lb = np.clip(res.x[:n1], *bs), np.clip(res.x[n1:n1 + n2], *bt)
+        la, lb = _into_ball(res.x[:n1], *bs), _into_ball(res.x[n1:n1 + n2], *bt)
         marg = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
         mu_hi, mu_lo = marg[:ny], marg[ny:]
     return _sector_certify(name, ms, mt, bs, bt, rlo, rhi, slope, beta, mu_hi, mu_lo, la, lb)
+
+
+def _into_ball(x: Array, lo: Array, up: Array) -> Array:
+    """The solver's λ made feasible: clipped to the box [lo, up] and its sum restored to 1 by moving the
+    residual onto the coordinates with room (review finding: a clipped point with Σλ = 1 − 2e-8 lay outside
+    the accuracy ball, and the divergence there was reported as a lower end above the exact supremum)."""
+    x = np.clip(x, lo, up)
+    rest = 1.0 - float(x.sum())
+    if rest > 0.0:
+        room = up - x
+        total = float(room.sum())
+        if total > 0.0:
+            x = np.minimum(x + room * min(1.0, rest / total), up)
+    elif rest < 0.0:
+        slack = x - lo
+        total = float(slack.sum())
+        if total > 0.0:
+            x = np.maximum(x - slack * min(1.0, -rest / total), lo)
+    return x
 
 
 def _sector_certify(name: str, ms: Array, mt: Array, bs: tuple[Array, Array], bt: tuple[Array, Array],
