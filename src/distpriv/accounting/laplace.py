@@ -211,7 +211,9 @@ class GaussLaplaceCoord:
             n = MAX_BASE_CELLS
             w = (hi - lo) / n
         y0 = lo + w * np.arange(n + 1, dtype=float)
-        ell0 = gl_logpdf(y0, self.mu_p, sp, b) - gl_logpdf(y0, self.mu_q, sq, b)
+        fp0 = gl_logpdf(y0, self.mu_p, sp, b)
+        fq0 = gl_logpdf(y0, self.mu_q, sq, b)
+        ell0 = fp0 - fq0
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
         cnt = np.clip(np.ceil(np.abs(np.diff(ell0)) / self.kappa), 1, 4096).astype(np.int64)
@@ -219,10 +221,20 @@ class GaussLaplaceCoord:
         if int(cnt.sum()) > budget:
             cnt = np.maximum(1, (cnt * (budget / cnt.sum())).astype(np.int64))
         starts = np.repeat(y0[:-1], cnt)
-        frac = (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)) / np.repeat(cnt, cnt)
+        first = np.cumsum(cnt) - cnt
+        frac = (np.arange(int(cnt.sum())) - np.repeat(first, cnt)) / np.repeat(cnt, cnt)
         y = np.concatenate([starts + w * frac, y0[-1:]])
-        fp = gl_logpdf(y, self.mu_p, sp, b)
-        fq = gl_logpdf(y, self.mu_q, sq, b)
+        # the first point of every cell and the last point are the base grid's (frac = 0: the same floats),
+        # so the densities there are the ones already computed; only the added points are evaluated
+        new_pt = np.ones(y.size, dtype=bool)
+        new_pt[first] = False
+        new_pt[-1] = False
+        fp = np.empty(y.size)
+        fq = np.empty(y.size)
+        fp[first], fp[-1], fq[first], fq[-1] = fp0[:-1], fp0[-1], fq0[:-1], fq0[-1]
+        if bool(new_pt.any()):
+            fp[new_pt] = gl_logpdf(y[new_pt], self.mu_p, sp, b)
+            fq[new_pt] = gl_logpdf(y[new_pt], self.mu_q, sq, b)
         ell = fp - fq
         wv = np.diff(y)
         kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
