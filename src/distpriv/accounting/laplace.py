@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,9 +182,32 @@ class GaussLaplaceCoord:
         return base - shift, base + shift
 
     # -------------------------------------------------------------- cells
+    def _key(self, reverse: bool = False) -> bytes:
+        """The exact bits of (μ_p, s_p, μ_q, s_q, b, κ) (or of the reversed pair): the cells' only inputs."""
+        if reverse:
+            return np.array([self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa], dtype=float).tobytes()
+        return np.array([self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, self.kappa], dtype=float).tobytes()
+
     def cells(self) -> dict[str, Any]:
+        """Per-cell mass and loss brackets (see the module notes), memoised on the exact inputs.
+
+        A pure function of (μ_p, s_p, μ_q, s_q, b, κ): a repeat (another step of a search, the pure and
+        the δ search at one scale) returns the very arrays of the first computation, and the reversed pair
+        reuses its grid and densities (the grid depends on the two laws symmetrically; p and q swap).
+        """
         if self._cells is not None:
             return self._cells
+        key = self._key()
+        hit = _CELLS_MEMO.get(key)
+        if hit is not None:
+            _CELLS_MEMO.move_to_end(key)
+            self._cells = hit
+            return hit
+        self._cells = self._compute_cells(_CELLS_MEMO.get(self._key(reverse=True)))
+        _remember(key, self._cells)
+        return self._cells
+
+    def _compute_cells(self, rev: dict[str, Any] | None) -> dict[str, Any]:
         b, sp, sq = self.b, self.s_p, self.s_q
         smax = max(sp, sq)
         smin = min(sp, sq)
@@ -206,6 +230,15 @@ class GaussLaplaceCoord:
                     continue
                 lo = min(lo, mu - s * (8.0 + s / b))
                 hi = max(hi, mu + s * (8.0 + s / b))
+        if rev is not None:  # the reversed pair's grid is this one's (every step above is symmetric in p, q)
+            y, fp, fq = rev["y"], rev["fq"], rev["fp"]
+        else:
+            y, fp, fq = self._grid(lo, hi, w)
+        return self._bracket_cells(y, fp, fq, lo, hi, certified_tails)
+
+    def _grid(self, lo: float, hi: float, w: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Base grid of width w on [lo, hi], subdivided where ℓ moves by more than κ; ln p, ln q at its points."""
+        b, sp, sq = self.b, self.s_p, self.s_q
         n = int(math.ceil((hi - lo) / w))
         if n > MAX_BASE_CELLS:
             n = MAX_BASE_CELLS
@@ -235,6 +268,12 @@ class GaussLaplaceCoord:
         if bool(new_pt.any()):
             fp[new_pt] = gl_logpdf(y[new_pt], self.mu_p, sp, b)
             fq[new_pt] = gl_logpdf(y[new_pt], self.mu_q, sq, b)
+        return y, fp, fq
+
+    def _bracket_cells(self, y: NDArray[np.float64], fp: NDArray[np.float64], fq: NDArray[np.float64], lo: float,
+                       hi: float, certified_tails: bool) -> dict[str, Any]:
+        """The per-cell brackets from the grid y and ln p, ln q at its points (module notes)."""
+        b, sp, sq = self.b, self.s_p, self.s_q
         ell = fp - fq
         wv = np.diff(y)
         kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
@@ -258,9 +297,12 @@ class GaussLaplaceCoord:
             inf_t = min(inf_t, lim + rp[0] - rq[1])
         if not certified_tails:
             sup_t, inf_t = math.inf, -math.inf
-        self._cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
-                       "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t}
-        return self._cells
+        cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
+                 "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t, "fp": fp, "fq": fq}
+        for v in cells.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False  # shared through the memo
+        return cells
 
     # -------------------------------------------------------------- pure ε
     def sup_bracket(self) -> tuple[float, float, float, float]:
@@ -307,6 +349,24 @@ class GaussLaplaceCoord:
         lower = np.bincount(np.minimum(kl[keep], size - 1), weights=c["mass_lo"][keep], minlength=size)
         return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf,
                                lower=lower.astype(np.float64, copy=False), rel_err=1e-12)
+
+
+#: Cells remembered by :meth:`GaussLaplaceCoord.cells` (least recently used first), and the most grid points they may hold
+#: in all (~100 bytes a point).
+_CELLS_MEMO: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+CELLS_MEMO_POINTS = 2_000_000
+
+
+def _remember(key: bytes, cells: dict[str, Any]) -> None:
+    """Store ``cells`` under ``key``, evicting the least recently used entries beyond CELLS_MEMO_POINTS points."""
+    size = int(cells["y"].size)
+    if size > CELLS_MEMO_POINTS:
+        return
+    _CELLS_MEMO[key] = cells
+    total = sum(int(c["y"].size) for c in _CELLS_MEMO.values())
+    while total > CELLS_MEMO_POINTS:
+        _, old = _CELLS_MEMO.popitem(last=False)
+        total -= int(old["y"].size)
 
 
 def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
