@@ -112,7 +112,7 @@ def _gl_terms(y: ArrayLike, mu: float, s: float, b: float) -> tuple[NDArray[np.f
 
 def _as_shape(v: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:
     out = v.reshape(shape)
-    return out[()] if shape == () else out  # type: ignore[no-any-return]
+    return out[()] if shape == () else out
 
 
 def gl_logpdf(y: ArrayLike, mu: float, s: float, b: float) -> NDArray[np.float64]:
