@@ -355,6 +355,7 @@ class GaussLaplaceCoord:
 #: in all (~100 bytes a point).
 _CELLS_MEMO: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
 CELLS_MEMO_POINTS = 2_000_000
+_CELLS_MEMO_POINTS = [0]  # the points the memo holds now
 
 
 def _remember(key: bytes, cells: dict[str, Any]) -> None:
@@ -362,11 +363,14 @@ def _remember(key: bytes, cells: dict[str, Any]) -> None:
     size = int(cells["y"].size)
     if size > CELLS_MEMO_POINTS:
         return
+    prev = _CELLS_MEMO.pop(key, None)
+    if prev is not None:
+        _CELLS_MEMO_POINTS[0] -= int(prev["y"].size)
     _CELLS_MEMO[key] = cells
-    total = sum(int(c["y"].size) for c in _CELLS_MEMO.values())
-    while total > CELLS_MEMO_POINTS:
+    _CELLS_MEMO_POINTS[0] += size
+    while _CELLS_MEMO_POINTS[0] > CELLS_MEMO_POINTS:
         _, old = _CELLS_MEMO.popitem(last=False)
-        total -= int(old["y"].size)
+        _CELLS_MEMO_POINTS[0] -= int(old["y"].size)
 
 
 def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
