@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,13 +199,17 @@ class GaussLaplaceCoord:
         if self._cells is not None:
             return self._cells
         key = self._key()
-        hit = _CELLS_MEMO.get(key)
+        with _CELLS_LOCK:
+            hit = _CELLS_MEMO.get(key)
+            if hit is not None:
+                _CELLS_MEMO.move_to_end(key)
+            rev = _CELLS_MEMO.get(self._key(reverse=True)) if hit is None else None
         if hit is not None:
-            _CELLS_MEMO.move_to_end(key)
             self._cells = hit
             return hit
-        self._cells = self._compute_cells(_CELLS_MEMO.get(self._key(reverse=True)))
-        _remember(key, self._cells)
+        self._cells = self._compute_cells(rev)
+        with _CELLS_LOCK:
+            _remember(key, self._cells)
         return self._cells
 
     def _compute_cells(self, rev: dict[str, Any] | None) -> dict[str, Any]:
@@ -352,9 +357,10 @@ class GaussLaplaceCoord:
 
 
 #: Cells remembered by :meth:`GaussLaplaceCoord.cells` (least recently used first), and the most grid points they may hold
-#: in all (~100 bytes a point).
+#: in all (~72 bytes a point: ~72 MB at most); the lock guards the memo when accounting runs in threads.
 _CELLS_MEMO: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
-CELLS_MEMO_POINTS = 2_000_000
+CELLS_MEMO_POINTS = 1_000_000
+_CELLS_LOCK = threading.Lock()
 _CELLS_MEMO_POINTS = [0]  # the points the memo holds now
 
 
