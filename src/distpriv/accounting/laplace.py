@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,41 +63,75 @@ _SQRT2 = math.sqrt(2.0)
 
 # --------------------------------------------------------------------------- density
 def _log_ndtr_scaled(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """ln Φ(x) + x²/2 for x < 0 (via erfcx; exact identity), ln Φ(x) + x²/2 elsewhere."""
+    """ln Φ(x) + x²/2 for x < 0 (via erfcx; exact identity), ln Φ(x) + x²/2 elsewhere.
+
+    Each element's branch is evaluated only where it is selected (erfcx for x < 0, log_ndtr
+    elsewhere): the same floats as evaluating both everywhere and choosing, at half the work.
+    """
     x = np.asarray(x, dtype=float)
-    neg = x < 0
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    neg = flat < 0
+    pos = ~neg
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        a = np.log(special.erfcx(-x / _SQRT2) / 2.0)
-        b = special.log_ndtr(x) + 0.5 * x * x
-    return np.where(neg, a, b)
+        out[neg] = np.log(special.erfcx(-flat[neg] / _SQRT2) / 2.0)
+        xp = flat[pos]
+        out[pos] = special.log_ndtr(xp) + 0.5 * xp * xp
+    return out.reshape(x.shape)
+
+
+def _gl_term(z: NDArray[np.float64], x: NDArray[np.float64], base: NDArray[np.float64], sign: float,
+             half: float, b: float) -> NDArray[np.float64]:
+    """ln of one term of the density, e^{±z/b + s²/2b²} Φ(x), for 1-D arrays z, x (x = ±z/s − s/b).
+
+    x < 0: −z²/2s² + ln(erfcx(−x/√2)/2) (the erfcx form, no underflow); elsewhere
+    ±z/b + s²/2b² + ln Φ(x). Only the selected branch is evaluated per element (each special
+    function once, on its own elements), so the floats equal those of evaluating both and choosing.
+    """
+    out = np.empty_like(x)
+    neg = x < 0
+    pos = ~neg
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        out[neg] = base[neg] + np.log(special.erfcx(-x[neg] / _SQRT2) / 2.0)
+        zp = z[pos]
+        lin = -zp / b if sign < 0 else zp / b
+        out[pos] = lin + half + special.log_ndtr(x[pos])
+    return out
+
+
+def _gl_terms(y: ArrayLike, mu: float, s: float, b: float) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[int, ...]]:
+    """ln T1, ln T2 (flattened) of p(y) = (1/2b)(T1 + T2), s > 0, and the shape of y."""
+    z = np.asarray(y, dtype=float) - mu
+    shape = z.shape
+    z = z.reshape(-1)
+    x1 = z / s - s / b  # term e^{−z/b} Φ(x1) e^{s²/2b²}
+    x2 = -z / s - s / b  # term e^{z/b} Φ(x2) e^{s²/2b²}
+    base = -0.5 * (z / s) ** 2
+    half = s * s / (2 * b * b)
+    return _gl_term(z, x1, base, -1.0, half, b), _gl_term(z, x2, base, 1.0, half, b), shape
+
+
+def _as_shape(v: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:
+    out = v.reshape(shape)
+    return out[()] if shape == () else out
 
 
 def gl_logpdf(y: ArrayLike, mu: float, s: float, b: float) -> NDArray[np.float64]:
     """ln of the density of N(μ, s²) ⊛ Lap(b) at y (s = 0: the Laplace density)."""
-    z = np.asarray(y, dtype=float) - mu
     if s <= 0:
+        z = np.asarray(y, dtype=float) - mu
         return -math.log(2.0 * b) - np.abs(z) / b
-    x1 = z / s - s / b  # term e^{−z/b} Φ(x1) e^{s²/2b²}
-    x2 = -z / s - s / b  # term e^{z/b} Φ(x2) e^{s²/2b²}
-    base = -0.5 * (z / s) ** 2
-    with np.errstate(over="ignore", invalid="ignore"):
-        t1 = np.where(x1 < 0, base + _log_ndtr_scaled(x1), -z / b + s * s / (2 * b * b) + special.log_ndtr(x1))
-        t2 = np.where(x2 < 0, base + _log_ndtr_scaled(x2), z / b + s * s / (2 * b * b) + special.log_ndtr(x2))
-    return -math.log(2.0 * b) + np.logaddexp(t1, t2)
+    t1, t2, shape = _gl_terms(y, mu, s, b)
+    return _as_shape(-math.log(2.0 * b) + np.logaddexp(t1, t2), shape)
 
 
 def gl_dlogpdf(y: ArrayLike, mu: float, s: float, b: float) -> NDArray[np.float64]:
     """(ln p)'(y) = (1/b)(T2 − T1)/(T2 + T1) with T1, T2 the two terms of the density (in [−1/b, 1/b])."""
-    z = np.asarray(y, dtype=float) - mu
     if s <= 0:
+        z = np.asarray(y, dtype=float) - mu
         return -np.sign(z) / b
-    x1 = z / s - s / b
-    x2 = -z / s - s / b
-    base = -0.5 * (z / s) ** 2
-    with np.errstate(over="ignore", invalid="ignore"):
-        t1 = np.where(x1 < 0, base + _log_ndtr_scaled(x1), -z / b + s * s / (2 * b * b) + special.log_ndtr(x1))
-        t2 = np.where(x2 < 0, base + _log_ndtr_scaled(x2), z / b + s * s / (2 * b * b) + special.log_ndtr(x2))
-    return np.tanh((t2 - t1) / 2.0) / b
+    t1, t2, shape = _gl_terms(y, mu, s, b)
+    return _as_shape(np.tanh((t2 - t1) / 2.0) / b, shape)
 
 
 def _tail_mass(t: float, s: float, b: float) -> float:
@@ -147,9 +183,36 @@ class GaussLaplaceCoord:
         return base - shift, base + shift
 
     # -------------------------------------------------------------- cells
+    def _key(self, reverse: bool = False) -> bytes:
+        """The exact bits of (μ_p, s_p, μ_q, s_q, b, κ) (or of the reversed pair): the cells' only inputs."""
+        if reverse:
+            return np.array([self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa], dtype=float).tobytes()
+        return np.array([self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, self.kappa], dtype=float).tobytes()
+
     def cells(self) -> dict[str, Any]:
+        """Per-cell mass and loss brackets (see the module notes), memoised on the exact inputs.
+
+        A pure function of (μ_p, s_p, μ_q, s_q, b, κ): a repeat (another step of a search, the pure and
+        the δ search at one scale) returns the very arrays of the first computation, and the reversed pair
+        reuses its grid and densities (the grid depends on the two laws symmetrically; p and q swap).
+        """
         if self._cells is not None:
             return self._cells
+        key = self._key()
+        with _CELLS_LOCK:
+            hit = _CELLS_MEMO.get(key)
+            if hit is not None:
+                _CELLS_MEMO.move_to_end(key)
+            rev = _CELLS_MEMO.get(self._key(reverse=True)) if hit is None else None
+        if hit is not None:
+            self._cells = hit
+            return hit
+        self._cells = self._compute_cells(rev)
+        with _CELLS_LOCK:
+            _remember(key, self._cells)
+        return self._cells
+
+    def _compute_cells(self, rev: dict[str, Any] | None) -> dict[str, Any]:
         b, sp, sq = self.b, self.s_p, self.s_q
         smax = max(sp, sq)
         smin = min(sp, sq)
@@ -172,12 +235,23 @@ class GaussLaplaceCoord:
                     continue
                 lo = min(lo, mu - s * (8.0 + s / b))
                 hi = max(hi, mu + s * (8.0 + s / b))
+        if rev is not None:  # the reversed pair's grid is this one's (every step above is symmetric in p, q)
+            y, fp, fq = rev["y"], rev["fq"], rev["fp"]
+        else:
+            y, fp, fq = self._grid(lo, hi, w)
+        return self._bracket_cells(y, fp, fq, lo, hi, certified_tails)
+
+    def _grid(self, lo: float, hi: float, w: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Base grid of width w on [lo, hi], subdivided where ℓ moves by more than κ; ln p, ln q at its points."""
+        b, sp, sq = self.b, self.s_p, self.s_q
         n = int(math.ceil((hi - lo) / w))
         if n > MAX_BASE_CELLS:
             n = MAX_BASE_CELLS
             w = (hi - lo) / n
         y0 = lo + w * np.arange(n + 1, dtype=float)
-        ell0 = gl_logpdf(y0, self.mu_p, sp, b) - gl_logpdf(y0, self.mu_q, sq, b)
+        fp0 = gl_logpdf(y0, self.mu_p, sp, b)
+        fq0 = gl_logpdf(y0, self.mu_q, sq, b)
+        ell0 = fp0 - fq0
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
         cnt = np.clip(np.ceil(np.abs(np.diff(ell0)) / self.kappa), 1, 4096).astype(np.int64)
@@ -185,10 +259,26 @@ class GaussLaplaceCoord:
         if int(cnt.sum()) > budget:
             cnt = np.maximum(1, (cnt * (budget / cnt.sum())).astype(np.int64))
         starts = np.repeat(y0[:-1], cnt)
-        frac = (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)) / np.repeat(cnt, cnt)
+        first = np.cumsum(cnt) - cnt
+        frac = (np.arange(int(cnt.sum())) - np.repeat(first, cnt)) / np.repeat(cnt, cnt)
         y = np.concatenate([starts + w * frac, y0[-1:]])
-        fp = gl_logpdf(y, self.mu_p, sp, b)
-        fq = gl_logpdf(y, self.mu_q, sq, b)
+        # the first point of every cell and the last point are the base grid's (frac = 0: the same floats),
+        # so the densities there are the ones already computed; only the added points are evaluated
+        new_pt = np.ones(y.size, dtype=bool)
+        new_pt[first] = False
+        new_pt[-1] = False
+        fp = np.empty(y.size)
+        fq = np.empty(y.size)
+        fp[first], fp[-1], fq[first], fq[-1] = fp0[:-1], fp0[-1], fq0[:-1], fq0[-1]
+        if bool(new_pt.any()):
+            fp[new_pt] = gl_logpdf(y[new_pt], self.mu_p, sp, b)
+            fq[new_pt] = gl_logpdf(y[new_pt], self.mu_q, sq, b)
+        return y, fp, fq
+
+    def _bracket_cells(self, y: NDArray[np.float64], fp: NDArray[np.float64], fq: NDArray[np.float64], lo: float,
+                       hi: float, certified_tails: bool) -> dict[str, Any]:
+        """The per-cell brackets from the grid y and ln p, ln q at its points (module notes)."""
+        b, sp, sq = self.b, self.s_p, self.s_q
         ell = fp - fq
         wv = np.diff(y)
         kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
@@ -212,9 +302,12 @@ class GaussLaplaceCoord:
             inf_t = min(inf_t, lim + rp[0] - rq[1])
         if not certified_tails:
             sup_t, inf_t = math.inf, -math.inf
-        self._cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
-                       "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t}
-        return self._cells
+        cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
+                 "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t, "fp": fp, "fq": fq}
+        for v in cells.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False  # shared through the memo
+        return cells
 
     # -------------------------------------------------------------- pure ε
     def sup_bracket(self) -> tuple[float, float, float, float]:
@@ -261,6 +354,29 @@ class GaussLaplaceCoord:
         lower = np.bincount(np.minimum(kl[keep], size - 1), weights=c["mass_lo"][keep], minlength=size)
         return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf,
                                lower=lower.astype(np.float64, copy=False), rel_err=1e-12)
+
+
+#: Cells remembered by :meth:`GaussLaplaceCoord.cells` (least recently used first), and the most grid points they may hold
+#: in all (~72 bytes a point: ~72 MB at most); the lock guards the memo when accounting runs in threads.
+_CELLS_MEMO: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+CELLS_MEMO_POINTS = 1_000_000
+_CELLS_LOCK = threading.Lock()
+_CELLS_MEMO_POINTS = [0]  # the points the memo holds now
+
+
+def _remember(key: bytes, cells: dict[str, Any]) -> None:
+    """Store ``cells`` under ``key``, evicting the least recently used entries beyond CELLS_MEMO_POINTS points."""
+    size = int(cells["y"].size)
+    if size > CELLS_MEMO_POINTS:
+        return
+    prev = _CELLS_MEMO.pop(key, None)
+    if prev is not None:
+        _CELLS_MEMO_POINTS[0] -= int(prev["y"].size)
+    _CELLS_MEMO[key] = cells
+    _CELLS_MEMO_POINTS[0] += size
+    while _CELLS_MEMO_POINTS[0] > CELLS_MEMO_POINTS:
+        _, old = _CELLS_MEMO.popitem(last=False)
+        _CELLS_MEMO_POINTS[0] -= int(old["y"].size)
 
 
 def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
