@@ -111,15 +111,20 @@ def kl_bracket(a0: Array, a1: Array, nu: Array, k: int) -> tuple[float, float]:
     (then ``Q#λ1`` never yields the tuples of k dummies on ``{a_1 = 0}`` plus that output). ``(nan, nan)``
     when the ratios ``a_b/ν`` span more than float64's exponent range (the caller then uses another bound).
     """
+    # normalise first (issue 25): the formulas hold for laws of total mass 1 exactly, and at large k a mass
+    # off by a few ulp moved the value by ~k·ulp — below the exact KL of the normalised laws at k >= 1e6.
+    # The normalised vectors are within a few ulp of the exact ones per entry; that relative error of each
+    # term of x = Σ p expm1(−t w) is inside the per-node bound of _log_transform (times _FP_SAFETY).
     a0 = np.asarray(a0, dtype=float)
     a1 = np.asarray(a1, dtype=float)
     nu = np.asarray(nu, dtype=float)
     supp = a0 > 0
     if np.any(supp & (a1 <= 0)):
         return math.inf, math.inf
+    a0, a1, nu = a0 / math.fsum(a0), a1 / math.fsum(a1), nu / math.fsum(nu)
     w0, w1 = a0 / nu, a1 / nu
-    big_c = float(np.dot(a0, w0) + np.dot(a0, w1)) + 2.0 * k
-    m = float(min(w0[supp].min(), w1[supp].min()))
+    big_c = (float(np.dot(a0, w0) + np.dot(a0, w1)) + 2.0 * k) * (1.0 + 1e-12)
+    m = float(min(w0[supp].min(), w1[supp].min())) * (1.0 - 1e-12)
     if not m > 1e-250 or not math.isfinite(big_c):  # range beyond float64's exponents: the caller falls back
         return math.nan, math.nan
     cosd = math.cos(STRIP)
