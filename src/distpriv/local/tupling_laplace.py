@@ -208,7 +208,10 @@ def _inner_values(v: Array, d: Array, e_d: Array, nu: Array, k: int, eps_v: floa
     e_l[near] = 2.2 * eps_e * np.abs(x[near]) + 2.0 * _U * np.abs(lval[near])
     if np.any(~near):
         phi = x_exp[~near] @ nu
-        eps_x = (eps_v + 2.0 * _U) * tv[~near].max(axis=1) + 2.0 * _U
+        # relative error of φ: the terms' relative errors weighted by the terms
+        with np.errstate(invalid="ignore", divide="ignore"):
+            eps_x = ((x_exp[~near] * tv[~near]) @ nu) / phi * (eps_v + 2.0 * _U) + 2.0 * _U
+        eps_x = np.where(np.isfinite(eps_x), eps_x, np.inf)
         with np.errstate(divide="ignore"):
             lval[~near] = np.log(phi)
         e_l[~near] = 1.01 * (eps_x + 3.0 * _U + sum_u) + 2.0 * _U * np.abs(lval[~near])
@@ -217,16 +220,20 @@ def _inner_values(v: Array, d: Array, e_d: Array, nu: Array, k: int, eps_v: floa
         pk1 = np.exp((k - 1) * lval)
         ek = np.expm1(k * e_l + 2.0 * _U * k * np.abs(lval)) + 2.0 * _U
         ek1 = np.expm1((k - 1) * e_l + 2.0 * _U * (k - 1) * np.abs(lval)) + 2.0 * _U
+    if k == 1:  # φ^0 = 1 exactly
+        pk1, ek1 = np.ones_like(lval), np.zeros_like(lval)
     ek = np.where(np.isfinite(ek), ek, np.inf)
     ek1 = np.where(np.isfinite(ek1), ek1, np.inf)
     first = gam * pk
     second = k * dlt * dlt * pk1
     f = t * (first + second)
     with np.errstate(invalid="ignore"):
-        err = t * (e_gam * pk * (1.0 + ek) + first * ek
-                   + k * pk1 * ((2.0 * np.abs(dlt) * e_dlt + e_dlt * e_dlt) * (1.0 + ek1) + dlt * dlt * ek1)
-                   + 4.0 * _U * (first + second))
-    err = np.where(pk == 0.0, t * (gam + e_gam + k * (np.abs(dlt) + e_dlt) ** 2) * 1e-300, err)
+        err1 = e_gam * pk * (1.0 + ek) + first * ek
+        err2 = k * pk1 * ((2.0 * np.abs(dlt) * e_dlt + e_dlt * e_dlt) * (1.0 + ek1) + dlt * dlt * ek1)
+    # φ^k (φ^{k−1}) underflowed: ln φ < −708/k, so the true power is below 1e-290 (e_L <= 1 there)
+    err1 = np.where(pk == 0.0, (gam + e_gam) * 1e-290, err1)
+    err2 = np.where(pk1 == 0.0, k * (np.abs(dlt) + e_dlt) ** 2 * 1e-290, err2)
+    err = t * (err1 + err2 + 4.0 * _U * (first + second))
     return f, _SAFETY * np.nan_to_num(err, nan=np.inf) + 1e-300
 
 
