@@ -64,7 +64,7 @@ def ref_binary(a0, a1, nu, k: int, width: float = 14.0) -> dict[str, float]:
 
     Inputs normalised in ``np.longdouble`` (64-bit significand); the binomial weights by the ratio recurrence
     ``b(c+1)/b(c) = (K−c)/(c+1) · p/(1−p)`` over ±``width`` standard deviations, normalised by their sum
-    (the mass outside is below 1e-40); non-negative summands ``S1 g(S0/S1)`` with ``S_b = c w_b(0) + (K−c) w_b(1)``.
+    (the mass outside is below 1e-40); non-negative summands ``S1 g(S0/S1)`` (KL through ``log1p(D/S1)``: no cancellation at tiny KL) with ``S_b = c w_b(0) + (K−c) w_b(1)``.
     """
     ld = np.longdouble
     a0, a1, nv = (np.asarray(x, dtype=ld) for x in (a0, a1, nu))
@@ -84,8 +84,8 @@ def ref_binary(a0, a1, nu, k: int, width: float = 14.0) -> dict[str, float]:
     s0, s1 = c * w0[0] + (kk - c) * w0[1], c * w1[0] + (kk - c) * w1[1]
     dd = s0 - s1
     out = {
-        "kl": np.sum(b * (s0 * np.log(s0 / s1) - dd)) / kk,
-        "reverse-kl": np.sum(b * (s1 * np.log(s1 / s0) + dd)) / kk,
+        "kl": np.sum(b * (s0 * np.log1p(dd / s1) - dd)) / kk,
+        "reverse-kl": np.sum(b * (s1 * np.log1p(-dd / s0) + dd)) / kk,
         "chi2": np.sum(b * dd * dd / s1) / kk,
         "hellinger": np.sum(b * dd * dd / (np.sqrt(s0) + np.sqrt(s1)) ** 2) / (2 * kk),
     }
