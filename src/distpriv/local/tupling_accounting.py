@@ -22,6 +22,13 @@ ratio of two sums is at most the largest term ratio, Proposition 12).
 The KL divergence of the tuple distributions is computed by the Laplace transform of the dummies' sum
 (:mod:`distpriv.local.tupling_laplace`: a one-dimensional integral of closed forms, certified trapezoidal
 rule, bracket ~1e-12 wide for any ν and |Y|; issue 25). The convolution bounds below remain the fallback.
+χ² and the squared Hellinger distance beyond the enumeration of the tuple's multiset laws come from the
+same module (:func:`~distpriv.local.tupling_laplace.divergence_brackets`: integrals over θ ∈ [0, 1] of
+``J(θ) = E[D²/(θS0 + (1−θ)S1)]/(k+1)``, certified, ~1e-12 wide; they were capped by the base channel's
+divergence before). At large k the KL bracket of the difference of two transforms widens (~k ulp); it is
+then intersected with the same route's KL (:meth:`TuplingAccountant.kl_bounds`). Both Laplace routes
+normalise their inputs first: ν accepted with a sum off 1 by up to 1e-8 is accounted as ν/Σν (the law
+the sampler draws), and a sum off by a few ulp no longer moves the KL by ~k ulp at k >= 1e6.
 It decomposes likewise
 (``ln Σ`` over one slot and an independent sum over the other k):
 
@@ -796,8 +803,10 @@ class TuplingAccountant:
             elif name in ("chi2", "hellinger"):
                 how = ("exact within a certified bracket ~1e-12 wide (Laplace-transform quadrature, "
                        "tupling_laplace.divergence_brackets); the upper end")
-            else:
-                how = "certified upper bound (convolution bounds, capped by the base channel's divergence)"
+            elif name == "tv":
+                how = "certified upper bound: δ at ε = 0 (convolution / rare-bulk bounds, relative gap <= 1e-6 or the finest grid)"
+            else:  # pragma: no cover - every divergence name is routed above
+                how = "certified upper bound"
             return Claim(self.distp_divergence(lam0, lam1, name), 0.0, (f"{name}: {how}",))
 
         return PrivacyProfile(
