@@ -52,8 +52,9 @@ def own_divergences(a0: np.ndarray, a1: np.ndarray, nu: np.ndarray, k: int) -> d
         out["reverse-chi2"] = (math.inf if np.any((s0 == 0) & (s1 > 0))
                                else float(np.sum(np.where(s0 > 0, b * dd**2 / s0, 0))))
         out["hellinger"] = float(np.sum(np.where(s0 + s1 > 0, b * dd**2 / (np.sqrt(s0) + np.sqrt(s1)) ** 2, 0))) / 2
-        kl = np.where(s0 > 0, s0 * np.log(s0 / s1) - dd, s1)
-        rkl = np.where(s1 > 0, s1 * np.log(s1 / s0) + dd, s0)
+        # log1p near ratio 1: no cancellation when the divergence is tiny
+        kl = np.where(s0 > 0, s0 * np.where(np.abs(dd) < 0.5 * s1, np.log1p(dd / s1), np.log(s0 / s1)) - dd, s1)
+        rkl = np.where(s1 > 0, s1 * np.where(np.abs(dd) < 0.5 * s0, np.log1p(-dd / s0), np.log(s1 / s0)) + dd, s0)
     out["kl"] = math.inf if np.any((s1 == 0) & (s0 > 0)) else float(np.sum(b * kl))
     out["reverse-kl"] = math.inf if np.any((s0 == 0) & (s1 > 0)) else float(np.sum(b * rkl))
     return out
