@@ -493,8 +493,14 @@ class TuplingAccountant:
         if name == "tv":
             return self.distp_delta(lam0, lam1, 0.0)
         laws = self.multiset_laws(lam0, lam1)
-        if laws is None:  # certified quadrature (tupling_laplace.divergence_brackets): the upper end
-            return max(self.f_divergence_bounds(lam0, lam1, name)[1], self.f_divergence_bounds(lam1, lam0, name)[1])
+        if laws is None:  # certified quadrature (tupling_laplace.divergence_brackets): the upper ends, both orders
+            a0, a1 = self._weights(lam0, lam1)
+            pairs = (("chi2", a0, a1), ("reverse-chi2", a1, a0)) if name == "chi2" else (("hellinger", a0, a1),)
+            got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k,
+                                                      tuple(key for key, _, _ in pairs))
+            # each order capped by the base channel's divergence (data processing; alone where the quadrature is nan)
+            return max(max(0.0, min(math.inf if math.isnan(got[key][1]) else got[key][1], dv.divergence(name, p, q)))
+                       for key, p, q in pairs)
         p, q = laws
         return max(dv.divergence(name, p, q), dv.divergence(name, q, p))
 
