@@ -264,9 +264,10 @@ def inner_bracket(v: Array, d: Array, e_d: Array, nu: Array, k: int, eps_v: floa
         return 0.0, 0.0
     if np.any(on & (v <= 0)):
         return math.inf, math.inf
-    m = float(v[on].min())
-    g0 = float(np.dot(nu, d * d))
-    big_b = float(np.dot(nu, np.abs(d) * v))
+    # m, γ(0), Σν|d|v enter the tail bounds: rounded outwards (relative 1e-12 >> their few-ulp error)
+    m = float(v[on].min()) * (1.0 - 1e-12)
+    g0 = float(np.dot(nu, d * d)) * (1.0 + 1e-12)
+    big_b = float(np.dot(nu, np.abs(d) * v)) * (1.0 + 1e-12)
     vbar = float(np.dot(nu, v))
     vg = float(np.dot(nu * d * d, v)) / g0
     if not (m > 1e-250 and math.isfinite(g0) and math.isfinite(big_b) and g0 > 1e-280):
