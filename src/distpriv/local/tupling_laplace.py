@@ -266,8 +266,8 @@ def inner_bracket(v: Array, d: Array, e_d: Array, nu: Array, k: int, eps_v: floa
         return math.inf, math.inf
     # m, γ(0), Σν|d|v enter the tail bounds: rounded outwards (relative 1e-12 >> their few-ulp error)
     m = float(v[on].min()) * (1.0 - 1e-12)
-    g0 = float(np.dot(nu, d * d)) * (1.0 + 1e-12)
-    big_b = float(np.dot(nu, np.abs(d) * v)) * (1.0 + 1e-12)
+    g0 = float(np.dot(nu, (np.abs(d) + e_d) ** 2)) * (1.0 + 1e-12)
+    big_b = float(np.dot(nu, (np.abs(d) + e_d) * v)) * (1.0 + 1e-12)
     vbar = float(np.dot(nu, v))
     vg = float(np.dot(nu * d * d, v)) / g0
     if not (m > 1e-250 and math.isfinite(g0) and math.isfinite(big_b) and g0 > 1e-280):
