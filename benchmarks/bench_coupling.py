@@ -9,6 +9,10 @@
   exact), median and max, and the CPU seconds of the claim (all claims, and per divergence). Issue 25's goal:
   every claimed / lower <= 1.01.
 
+* ``--compare``: the ``large`` claims again, each right after the same claim with the settings before the
+  symmetric refinement and the goal extension (``SYMMETRIC`` empty, ``EXTRA_WORK = 0``), interleaved so both see
+  the same machine load: claimed / lower and CPU seconds of both, and the per-claim CPU ratio new / previous.
+
 Run: ``PYTHONPATH=src python benchmarks/bench_coupling.py`` (``--quick`` for fewer instances).
 """
 
@@ -83,12 +87,41 @@ def large(seeds: range) -> dict[str, object]:
             "cpu_seconds_by_divergence": {name: _summary(v) for name, v in per_name.items()}}
 
 
-def main(quick: bool = False) -> dict[str, object]:
+def compare(seeds: range) -> dict[str, object]:
+    """The ``large`` claims with the previous settings and the current ones, interleaved claim by claim."""
+    out: dict[str, dict[str, list[float]]] = {
+        name: {"previous_ratio": [], "ratio": [], "previous_cpu": [], "cpu": []} for name in NAMES}
+    current = (ca.SYMMETRIC, ca.EXTRA_WORK)
+    for seed in seeds:
+        c, eps = instance(seed, n=(13, 16, 20, 24)[seed % 4], m=(6, 10)[seed % 2], size=400)
+        for name in NAMES:
+            for label, (sym, extra) in (("previous_", (frozenset(), 0)), ("", current)):
+                ca.SYMMETRIC, ca.EXTRA_WORK = sym, extra
+                try:
+                    t0 = _cpu()
+                    wc = c.worst_case(eps, name)
+                    out[name][label + "cpu"].append(_cpu() - t0)
+                finally:
+                    ca.SYMMETRIC, ca.EXTRA_WORK = current
+                out[name][label + "ratio"].append(wc.upper / wc.lower if wc.lower > 1e-12 else 1.0)
+    every_prev = [t for v in out.values() for t in v["previous_cpu"]]
+    every_now = [t for v in out.values() for t in v["cpu"]]
+    return {"by_divergence": {name: {key: _summary(vals) for key, vals in v.items()} for name, v in out.items()},
+            "cpu_seconds_per_claim": {"previous": _summary(every_prev), "now": _summary(every_now),
+                                      "ratio_of_medians": statistics.median(every_now) / statistics.median(every_prev),
+                                      "ratio_of_totals": sum(every_now) / sum(every_prev)}}
+
+
+def main(quick: bool = False, with_compare: bool = False) -> dict[str, object]:
     n = 4 if quick else 12
+    if with_compare:
+        return {"compare": compare(range(n))}
     return {"forced_bracket_vs_exact": forced(range(n)), "large": large(range(n))}
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    print(json.dumps(main(ap.parse_args().quick), indent=2))
+    ap.add_argument("--compare", action="store_true")
+    args = ap.parse_args()
+    print(json.dumps(main(args.quick, args.compare), indent=2))
