@@ -24,9 +24,9 @@ SENS = np.array([0.01, 0.03])
 OPTIONS = {
     "wasserstein": ("w_infinity",),
     "approx-wasserstein": ("method", "c", "closeness", "gamma"),
-    "expm-laplace": (),
+    "expm-laplace": ("tight",),
     "expm-gauss": (),
-    "dirm-laplace": ("direction", "rank_tol"),
+    "dirm-laplace": ("direction", "rank_tol", "tight"),
     "dirm-gauss": ("direction", "rank_tol"),
     "eigm": ("eigenvectors", "eig_tol"),
     "daum": ("direction",),

@@ -133,7 +133,7 @@ def _gauss_coords(red: gauss.Reduction | None, reverse: bool) -> tuple[list[gaus
 
 
 def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b: Hashable, noise: NoiseLaw,
-                          epsilon: float, reverse: bool, rtol: float, target: float | None) -> Profile:
+                          epsilon: float, reverse: bool, rtol: float, target: float | None, tight: bool = False) -> Profile:
     pair = (b, a) if reverse else (a, b)
     if st.kind == "identical":
         return Profile(epsilon, 0.0, 0.0, IDENTICAL, pair)
@@ -159,19 +159,34 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
     upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon, target=target)
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
-    if TIGHT_2D:  # issue 25: certified 2-D grid (opt-in: see TIGHT_2D)
-        tight = _tight_2d(model, pair, noise, epsilon, target, upper, lower)
-        if tight is not None and tight[1] < upper:
-            return Profile(epsilon, tight[1], min(max(lower, tight[0]), tight[1]), nd.METHOD, pair,
-                           {"kappa": tight[2]})
+    if tight:  # issue 25: certified 2-D grid (a per-call choice, see grid_applies)
+        grid = _tight_2d(model, pair, noise, epsilon, target, upper, lower)
+        if grid is not None and grid[1] < upper:
+            return Profile(epsilon, grid[1], min(max(lower, grid[0]), grid[1]), nd.METHOD, pair,
+                           {"kappa": grid[2]})
     return Profile(epsilon, upper, min(lower, upper), method, pair, {"epsilon_split": split})
 
 
-#: Use the certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) beside the coupling bound. Off by default: it
-#: brings 2-D Laplace scales to a median 1.007× the least needed (from 1.35×; max 1.008× where the accounting sets
-#: the scale) at a median 0.25 s CPU per calibration (benchmarks/bench_laplace_tight.py), but the oracle sweeps
-#: run it ~200 times per off-assumption 2-D Laplace test (+11 s CPU each), too much for the suite's budget.
-TIGHT_2D = False
+# The certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) is a per-call choice (``tight=True`` of proven_delta,
+# pair_profiles, proven_epsilon, distpriv.accounting.topup.topup_laplace and of distpriv.calibrate for the Laplace
+# mechanisms), off unless asked: docs/assumptions.md gives its measured gain and cost (benchmarks/bench_laplace_tight.py).
+
+
+def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw) -> bool:
+    """True iff ``tight=True`` can change a Laplace release's profile: some pair of Ψ is accounted by the coupling
+    bound (its covariances differ and are not diagonal in the noise basis) and the certified 2-D grid of
+    :mod:`.laplace_nd` covers it (2-D, a full orthonormal noise basis)."""
+    law = noise.accountable()
+    if law.gaussian_family or law.basis is None or law.scales is None:
+        return False
+    g = gaussian_view(model)
+    for a, b in _pairs(pairs):
+        # translation=False: a translation is accounted exactly only while its loss is within ε (below that scale
+        # it is a product or a coupling pair, whatever the scale: the classification does not depend on it)
+        if (nd.applies(g.dim, law.basis, g.covariance(a), g.covariance(b))
+                and _laplace_structure(g, a, b, law, translation=False).kind == "coupling"):
+            return True
+    return False
 
 
 def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
@@ -270,8 +285,12 @@ def _marginal_lower(model: GaussianModel, a: Hashable, b: Hashable, noise: Noise
 
 # --------------------------------------------------------------------------- public API
 def pair_profiles(model: QueryModel, a: Hashable, b: Hashable, noise: NoiseLaw, epsilon: float, *,
-                  rtol: float = 1e-3, target: float | None = None) -> tuple[Profile, Profile]:
-    """(δ of P_a against P_b, δ of P_b against P_a) at ε for the release F + Z."""
+                  rtol: float = 1e-3, target: float | None = None, tight: bool = False) -> tuple[Profile, Profile]:
+    """(δ of P_a against P_b, δ of P_b against P_a) at ε for the release F + Z.
+
+    ``tight``: where a 2-D Laplace pair is accounted by the coupling bound, also run the certified 2-D grid of
+    :mod:`.laplace_nd` and claim the smaller upper end (issue 25; slower, docs/assumptions.md).
+    """
     g = gaussian_view(model)
     eps = float(epsilon)
     noise = noise.accountable()
@@ -284,10 +303,10 @@ def pair_profiles(model: QueryModel, a: Hashable, b: Hashable, noise: NoiseLaw, 
         p2 = gauss.profile_from_reduction(red, eps, reverse=True, rtol=rtol, target=target)
         return _tag(p1, (a, b)), _tag(p2, (b, a))
     st = _laplace_structure(g, a, b, noise)
-    p1 = _laplace_pair_profile(st, g, a, b, noise, eps, False, rtol, target)
+    p1 = _laplace_pair_profile(st, g, a, b, noise, eps, False, rtol, target, tight)
     if target is not None and p1.delta_lower > target:
         return p1, p1
-    p2 = _laplace_pair_profile(st, g, a, b, noise, eps, True, rtol, target)
+    p2 = _laplace_pair_profile(st, g, a, b, noise, eps, True, rtol, target, tight)
     return p1, p2
 
 
@@ -296,7 +315,7 @@ def _tag(p: Profile, pair: tuple[Hashable, Hashable]) -> Profile:
 
 
 def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float, *,
-                 rtol: float = 1e-3, target: float | None = None) -> Profile:
+                 rtol: float = 1e-3, target: float | None = None, tight: bool = False) -> Profile:
     """What δ the release F + Z proves at ε: the worst ordered pair of Ψ (certified bracket).
 
     ``model`` is a GaussianModel (an EmpiricalModel is replaced by its Gaussian fit);
@@ -305,11 +324,11 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     it. The answer to "is δ(ε) <= target?" is then exact, but after an early stop the pairs (or
     the reverse order) not evaluated may be worse than the one found, so the returned upper end is
     the trivially valid 1 (``decided_above_target`` is set, :attr:`Profile.decided_only`): a caller that needs the value of
-    δ must call without ``target``.
+    δ must call without ``target``. ``tight``: see :func:`pair_profiles`.
     """
     profiles: list[Profile] = []
     for a, b in _pairs(pairs):
-        p1, p2 = pair_profiles(model, a, b, noise, epsilon, rtol=rtol, target=target)
+        p1, p2 = pair_profiles(model, a, b, noise, epsilon, rtol=rtol, target=target, tight=tight)
         profiles += [p1, p2]
         if target is not None and max(p1.delta_lower, p2.delta_lower) > target:
             found = max(profiles, key=lambda p: p.delta_lower)
@@ -319,17 +338,18 @@ def proven_delta(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
 
 
 def proven_epsilon(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, delta: float, *,
-                   rtol: float = 1e-3, eps_max: float = 1e3) -> EpsilonBound:
+                   rtol: float = 1e-3, eps_max: float = 1e3, tight: bool = False) -> EpsilonBound:
     """Least ε (certified bracket, relative width ~``rtol``) with proven δ(ε) <= ``delta``.
 
     δ(ε) is non-increasing in ε, so bisection applies: ``epsilon_upper`` is a point where the
     certified upper end of δ is <= ``delta``; ``epsilon_lower`` the largest point where the
     certified lower end exceeds it (0 if none was found), so the least ε lies between them.
+    ``tight``: see :func:`pair_profiles`.
     """
     ps = _pairs(pairs)
 
     def prof(e: float) -> Profile:
-        return proven_delta(model, ps, noise, e, rtol=min(rtol, 1e-2), target=delta)
+        return proven_delta(model, ps, noise, e, rtol=min(rtol, 1e-2), target=delta, tight=tight)
 
     p0 = prof(1e-12)
     if p0.delta_upper <= delta:

@@ -29,7 +29,7 @@ from ..errors import AssumptionError
 from ..models import QueryModel
 from . import gaussian as gauss
 from .profile import Profile
-from .release import NoiseLaw, gaussian_view, proven_delta, pure_epsilon
+from .release import NoiseLaw, gaussian_view, grid_applies, proven_delta, pure_epsilon
 
 #: Relative slack accepted on the target (floating-point agreement of closed forms).
 SLACK = 1e-9
@@ -56,9 +56,19 @@ class TopUp:
 
     @property
     def applied(self) -> bool:
+        """True iff noise was added (a scaling k > 1 or isotropic noise: post-processing of the mechanism's noise)."""
         return self.factor > 1.0 or self.isotropic > 0.0
 
+    @property
+    def reduced(self) -> bool:
+        """True iff the mechanism's noise was scaled down (k < 1: :func:`topup_laplace` with ``tight=True``)."""
+        return self.factor < 1.0
+
     def describe(self, target: float) -> str:
+        if self.reduced:
+            return (f"least noise: the mechanism's Laplace scales multiplied by {self.factor:.6g} < 1 (its own scale "
+                    f"proved δ <= {self.before.delta_upper:.4g} <= {target:g}, more than needed); the claim is "
+                    f"certified at the reduced scale, not inherited from the papers' theorem: {self.after.describe()}")
         if not self.applied:
             return f"exact profile confirms the noise: {self.after.describe()} <= δ = {target:g}"
         what = []
@@ -76,9 +86,11 @@ class TopUp:
 
 def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: float, *, value: Callable[[Profile], float],
             goal: float, bad_value: float = math.inf, rel: float = 2e-3, tight: float = 0.05,
-            limit: float = 1e30) -> tuple[float, Profile, int]:
+            limit: float = 1e30, known: tuple[float, Profile] | None = None) -> tuple[float, Profile, int]:
     """Least x > ``bad`` with ok(x) verified, for a monotone ok; ``bad`` is known to fail.
 
+    ``known``: a point x₀ > ``guess`` already verified (ok(x₀) held, with that profile): when ``guess`` fails the
+    bracket is then [guess, x₀] at once (no galloping up), and x₀ is returned if no point below it is verified.
     Expands from ``guess`` (galloping up by squared factors, or quartering down while it still succeeds), then
     shrinks the bracket [bad, good] by regula falsi on ln(value) against ln x (``value`` of a
     profile, e.g. its δ upper end, aiming just below ``goal``), falling back to bisection. Stops
@@ -106,6 +118,9 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
                 lo, lo_val = x, value(p)
                 break
             hi, best = x, p
+    elif known is not None and known[0] > guess:
+        lo, lo_val = guess, value(prof)
+        hi, best = known
     else:
         lo, lo_val = guess, value(prof)
         grow = 2.0
@@ -146,13 +161,13 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
 
 
 def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-           rtol: float, verified: Profile, target: float) -> Profile:
+           rtol: float, verified: Profile, target: float, tight: bool = False) -> Profile:
     """The full bracket at the accepted noise (the search only established its upper end).
 
     Falls back to the search's verified profile if the recomputed upper end (another grid) exceeds
     the target, so the reported profile always proves the claim.
     """
-    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol)
+    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol, tight=tight)
     return full if full.delta_upper <= target else verified
 
 
@@ -215,18 +230,39 @@ def topup_gaussian(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise
     return TopUp(final, 1.0, t, before, _final(model, ps, final, epsilon, rtol, after, delta), steps + 1)
 
 
+#: First point of :func:`topup_laplace`'s downward search (``tight=True``): one 1.25 step below the mechanism's scale.
+DOWN_GUESS = 0.8
+
+
 def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float,
-                  delta: float, *, rtol: float = 1e-2) -> TopUp:
-    """Least scaling k >= 1 of the Laplace scales with proven δ(ε) <= ``delta`` (``delta`` > 0).
+                  delta: float, *, rtol: float = 1e-2, tight: bool = False) -> TopUp:
+    """Least scaling k of the Laplace scales with proven δ(ε) <= ``delta`` (``delta`` > 0): k >= 1 by default.
 
     Raises :class:`~distpriv.AssumptionError` when no scaling can work (the laws differ on
     directions that carry no noise).
+
+    ``tight``: profiles use the certified 2-D grid as well (:func:`distpriv.accounting.release.pair_profiles`), and
+    where it applies (:func:`~distpriv.accounting.release.grid_applies`) and the mechanism's own scale already
+    meets the target, the search continues *below* it (k < 1, issue 25): the same verified search (every accepted
+    k has certified δ <= ``delta``; it is not a post-processing of the mechanism's noise, and needs not be: the
+    claim is the profile at the returned scale, recomputed in full by :func:`_final`).
     """
     ps = [(a, b) for a, b in pairs]
     cap = delta * (1.0 + SLACK)
-    before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap)
+    before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap, tight=tight)
+
+    def ok(k: float) -> tuple[bool, Profile]:
+        p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta, tight=tight)
+        return p.delta_upper <= delta, p
+
     if before.delta_upper <= cap:
-        return TopUp(noise, 1.0, 0.0, before, before, 1)
+        if not (tight and grid_applies(model, ps, noise)):
+            return TopUp(noise, 1.0, 0.0, before, before, 1)
+        k, after, steps = _search(ok, DOWN_GUESS, 0.0, value=_upper, goal=delta, known=(1.0, before))
+        if k >= 1.0:
+            return TopUp(noise, 1.0, 0.0, before, before, steps + 1)
+        final = noise.scaled(k)
+        return TopUp(final, k, 0.0, before, _final(model, ps, final, epsilon, rtol, after, delta, tight), steps + 1)
     # A pure claim (ε, 0) implies (ε, δ) for every δ, so the δ calibration never needs more noise than the
     # pure one (issue 25): where a pure ε exists (translations, products) its least scaling k_pure is a
     # verified upper end of the search, which then only shrinks below it.
@@ -236,15 +272,11 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
     checks = 1  # profiles evaluated outside the search: before, and far when needed
     if pure is None or pure.factor > 1e6:
         checks = 2
-        far = proven_delta(model, ps, noise.scaled(1e6), epsilon, rtol=rtol, target=delta)
+        far = proven_delta(model, ps, noise.scaled(1e6), epsilon, rtol=rtol, target=delta, tight=tight)
         if far.delta_upper > delta:
             raise AssumptionError(f"noise: scaling the Laplace noise cannot reach δ = {delta:g} (the output laws "
                                   "differ on directions that carry no noise; "
                                   f"proven δ stays {far.delta_upper:.3g})")
-
-    def ok(k: float) -> tuple[bool, Profile]:
-        p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta)
-        return p.delta_upper <= delta, p
 
     guess = 1.25 if pure is None else pure.factor
     k, after, steps = _search(ok, guess, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
@@ -252,8 +284,9 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
         steps += pure.steps
         if pure.factor < k:  # the δ bracket could not be decided at k_pure (its widening): the pure claim stands
             return TopUp(pure.noise, pure.factor, 0.0, before,
-                         _final(model, ps, pure.noise, epsilon, rtol, pure.after, delta), steps + checks)
-    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta), steps + checks)
+                         _final(model, ps, pure.noise, epsilon, rtol, pure.after, delta, tight), steps + checks)
+    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta, tight),
+                 steps + checks)
 
 
 def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float) -> TopUp | None:

@@ -185,8 +185,9 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
         notes.append(f"accounting: pure {pe.describe()} <= ε = {eps:g}")
         acc = Accounting(gap, pure_epsilon=pe.epsilon_upper)
     elif target > 0:
+        tight = bool(mech.details.get("tight", False))  # the Laplace builders' ``tight`` option (issue 25)
         try:
-            tu = topup_laplace(g, inp.pairs, noise, eps, target)
+            tu = topup_laplace(g, inp.pairs, noise, eps, target, tight=tight)
         except AssumptionError as exc:
             if mech.basis.shape[1] >= g.dim:
                 raise
@@ -195,11 +196,11 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
                                     np.concatenate([mech.scales, np.full(extra.shape[1], float(mech.scales.max()))]))
             notes.append(f"{exc}; Laplace noise of scale {float(mech.scales.max()):.6g} added on the "
                          f"{extra.shape[1]} un-noised direction(s)")
-            tu = topup_laplace(g, inp.pairs, wide, eps, target)
+            tu = topup_laplace(g, inp.pairs, wide, eps, target, tight=tight)
         _set_laplace(mech, tu.noise)
         claimed_delta = target
         acc = Accounting(gap, topup_factor=tu.factor, delta_before_topup=tu.before.reported_delta, profile=tu.after)
-        if tu.applied:
+        if tu.applied or tu.reduced:
             notes.append(tu.describe(target))
         notes.append(f"accounting: {tu.after.describe()}")
     else:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import AssumptionError, AssumptionWarning
+from ..errors import AssumptionError, AssumptionWarning, InvalidTypeError
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, pair_stats
 from ..noise import NoiseLaw
@@ -53,8 +53,19 @@ def _no_mean_shift(inp: Inputs, label: str) -> None:
             "accounting tops up to the requested (ε, δ)")
 
 
-def expm_laplace(inp: Inputs) -> Mechanism:
-    """Theorem 5.1: Lap(Δ_E,1/ε) on every component."""
+def _tight_option(tight: object) -> bool:
+    """The Laplace mechanisms' ``tight`` option (issue 25): certify 2-D off-assumption claims with the certified
+    Gauss ⊛ Laplace grid and search the least scale, also below the papers' one (:func:`distpriv.accounting.topup.
+    topup_laplace`); the builders record it in ``details["tight"]`` for the exact accounting (``tight=False``:
+    the coupling bound only, the fast default)."""
+    if not isinstance(tight, (bool, np.bool_)):
+        raise InvalidTypeError(f"expected True or False, got {type(tight).__name__}", argument="tight")
+    return bool(tight)
+
+
+def expm_laplace(inp: Inputs, *, tight: bool = False) -> Mechanism:
+    """Theorem 5.1: Lap(Δ_E,1/ε) on every component (``tight``: see :func:`_tight_option`)."""
+    flag = _tight_option(tight)
     st = pair_stats(inp.model, inp.pairs)
     b = st.l1 / inp.epsilon
     if b <= 0.0:
@@ -68,7 +79,7 @@ def expm_laplace(inp: Inputs) -> Mechanism:
     g = Guarantee(inp.epsilon, 0.0, "expm-laplace", calibration=Calibration.LAPLACE, pairs=inp.pairs,
                   assumptions=(TRANSLATION, MODEL_IS_TRUTH), theorem="Chen & Ohrimenko Thm 5.1")
     return Mechanism("expm-laplace", "ExpM (L)", m, NoiseLaw.laplace(np.eye(m), np.full(m, b)), g,
-                     details={"delta_e1": st.l1, "laplace_scale": b})
+                     details={"delta_e1": st.l1, "laplace_scale": b, "tight": flag})
 
 
 def expm_gauss(inp: Inputs) -> Mechanism:
@@ -121,8 +132,11 @@ def _directional(inp: Inputs, direction: ArrayLike | None, rank_tol: float) -> t
     return basis, resid, assumptions, notes
 
 
-def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6) -> Mechanism:
-    """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences."""
+def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6,
+                 tight: bool = False) -> Mechanism:
+    """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences
+    (``tight``: see :func:`_tight_option`)."""
+    flag = _tight_option(tight)
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)
     if not basis.shape[1]:
@@ -136,7 +150,8 @@ def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: f
     d = basis.shape[1]
     return Mechanism("dirm-laplace", "DirM (L)", inp.model.dim,
                      NoiseLaw.laplace(basis, np.full(d, b)) if d else NoiseLaw.none(inp.model.dim), g,
-                     details={"delta_e2": st.l2, "sensitivity": sens, "directions": basis, "residual": resid, "laplace_scale": b})
+                     details={"delta_e2": st.l2, "sensitivity": sens, "directions": basis, "residual": resid, "laplace_scale": b,
+                              "tight": flag})
 
 
 def dirm_gauss(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6) -> Mechanism:
