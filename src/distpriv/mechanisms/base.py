@@ -41,7 +41,9 @@ class Accounting:
     covariance_gap:
         max over Ψ of the relative gap between Σ_θi and Σ_θj (0: translations, the papers' setting).
     topup_factor:
-        Multiplier applied to the papers' standard deviations / Laplace scales (1: none).
+        Multiplier applied to the papers' standard deviations / Laplace scales (1: none; below 1 only for a 2-D
+        Laplace mechanism calibrated with ``tight=True``, where the certified grid proves less noise suffices:
+        ``topped_up`` stays False then).
     topup_isotropic:
         Variance t of the isotropic N(0, t·I) added when scaling could not reach δ (Gaussian only).
     delta_before_topup:
