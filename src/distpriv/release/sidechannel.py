@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidParameterError
+from .forkserver import ForkServer, module_of, start
 from .public import CURATOR_PREFIX, MAY_DIFFER
 
 if TYPE_CHECKING:
@@ -554,18 +555,22 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
 ReleaseCommand = Callable[[Path, Path], Sequence[str]]
 
 
-def _run(theta: float, folder: Path, command: ReleaseCommand, out: str, env: dict[str, str], timeout: float
-         ) -> PublicRun:
+def _run(theta: float, folder: Path, command: ReleaseCommand, out: str, env: dict[str, str], timeout: float,
+         server: ForkServer | None = None, io_dir: Path | None = None) -> PublicRun:
     """One release of ``folder/data.csv`` into ``folder/out``, run in ``folder``: both tables are released under the
-    same relative names, so no path tells the runs apart."""
+    same relative names, so no path tells the runs apart. With ``server``, forked from it
+    (:mod:`.forkserver`, its captures in ``io_dir``), else a fresh process."""
     cmd = list(command(Path("data.csv"), Path(out)))
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, cwd=folder, env=env, timeout=timeout, check=False)
-        code, so, se = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, so, se = -9, exc.stdout or b"", (exc.stderr or b"") + f"\ntimed out after {timeout:g} s".encode()
-    seconds = time.perf_counter() - t0
+    if server is not None and io_dir is not None:
+        code, so, se, seconds = server.run(cmd[3:], folder, io_dir, timeout)
+    else:
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, cwd=folder, env=env, timeout=timeout, check=False)
+            code, so, se = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            code, so, se = -9, exc.stdout or b"", (exc.stderr or b"") + f"\ntimed out after {timeout:g} s".encode()
+        seconds = time.perf_counter() - t0
     files: dict[str, bytes] = {}
     where = folder / out
     if where.is_dir():
@@ -597,6 +602,7 @@ def side_channel_check(
     env: dict[str, str] | None = None,
     timeout: float = 1800.0,
     progress: Callable[[float], None] | None = None,
+    fork: bool = True,
 ) -> SideChannelResult:
     """Release two synthetic tables differing only in θ in fresh processes and diff everything (module docstring).
 
@@ -604,7 +610,9 @@ def side_channel_check(
     (both relative to the run's own temporary folder, so paths it holds must be absolute; the CLI passes
     ``distpriv.cli.command.release_command`` of its own options); ``runs``: releases of each table (all timed,
     every interleaved pair diffed); ``env``: of the runs (default: this process's, with this distpriv first on
-    ``PYTHONPATH``); ``progress``: called with the fraction of runs done.
+    ``PYTHONPATH``); ``progress``: called with the fraction of runs done; ``fork``: fork the runs from one
+    server that has imported the release's modules (:mod:`.forkserver`; the default where the command is
+    ``python -m MODULE …`` and ``os.fork`` exists), else start each as a fresh process.
     """
     n_runs = check_runs(runs)
     from_data = bool(prep.spec.model_from_data)
@@ -620,16 +628,24 @@ def side_channel_check(
             t.to_csv(f / "data.csv", index=False, sep=spec.sep or ",", encoding=spec.encoding or "utf-8",
                      decimal=getattr(spec, "decimal", None) or ".")
             folders.append(f)
-        done = 0
-        for r in range(n_runs):
-            order = (0, 1) if r % 2 == 0 else (1, 0)  # θ0 θ1 θ1 θ0 θ0 θ1 …
-            got: dict[int, PublicRun] = {}
-            for i in order:
-                got[i] = _run((a, b)[i], folders[i], command, f"out{r}", child_env, timeout)
-                done += 1
-                if progress is not None:
-                    progress(done / (2 * n_runs))
-            results.append((got[0], got[1]))
+        module = module_of(command(Path("data.csv"), Path("out")))
+        server = start(module, child_env, Path(tmp) / "server") if module is not None and fork else None
+        io_dir = Path(tmp) / "io"
+        io_dir.mkdir()
+        try:
+            done = 0
+            for r in range(n_runs):
+                order = (0, 1) if r % 2 == 0 else (1, 0)  # θ0 θ1 θ1 θ0 θ0 θ1 …
+                got: dict[int, PublicRun] = {}
+                for i in order:
+                    got[i] = _run((a, b)[i], folders[i], command, f"out{r}", child_env, timeout, server, io_dir)
+                    done += 1
+                    if progress is not None:
+                        progress(done / (2 * n_runs))
+                results.append((got[0], got[1]))
+        finally:
+            if server is not None:
+                server.close()
     fail: list[str] = []
     dd: list[str] = []
     for ra, rb in results:
