@@ -51,7 +51,9 @@ PRELOAD = (
     "numpy", "pandas", "scipy.special", "scipy.stats", "scipy.optimize", "scipy.linalg", "duckdb",
     "distpriv", "distpriv.cli", "distpriv.cli.release", "distpriv.release", "distpriv.release.core",
     "distpriv.release.render", "distpriv.release.output", "distpriv.report", "distpriv.mechanisms",
-    "distpriv.accounting.release",
+    "distpriv.accounting.release", "distpriv.release.run", "distpriv.release.outdir", "distpriv.release.intervals",
+    "distpriv.release.record_mixed", "distpriv.release.progress", "distpriv.data.cell_hash", "distpriv.cli.coercion",
+    "distpriv.cli.arguments", "markdown", "pygments", "PIL.Image", "PIL.PngImagePlugin", "narwhals",
 )
 #: Functions (``module:name``) the server calls after the imports: the figures' backend, set as a release sets it
 #: (``matplotlib.use("Agg")`` then ``import matplotlib.pyplot``).
