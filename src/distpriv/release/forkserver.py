@@ -26,6 +26,8 @@ not preload is imported in the child, as fresh. What differs, and why it does no
 * the children share the server's hash seed and every other state the imports created (e.g. a random
   state drawn at import): the same in both tables' runs, so it cannot tell them apart either — a fresh
   process would differ from run to run by chance, not by the table;
+* anything the imports print (an import-time warning) goes to the server's stderr, discarded, not to each
+  run's: the same for both tables;
 * stdin is ``/dev/null`` (a release reads none).
 
 The server needs ``os.fork`` (POSIX); elsewhere, or when the command is not ``python -m MODULE …`` of this
