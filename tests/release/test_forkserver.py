@@ -103,3 +103,16 @@ def test_only_this_interpreters_module_commands_are_forked() -> None:
     assert module_of([sys.executable, "-m", "distpriv.cli", "release"]) == "distpriv.cli"
     assert module_of(["/usr/bin/env", "-m", "distpriv.cli"]) is None
     assert module_of([sys.executable, "script.py"]) is None
+
+
+def test_a_stopped_server_raises_oserror(server: tuple[ForkServer, Path, dict[str, str]]) -> None:
+    """The side-channel check then runs every release again as a fresh process."""
+    _, d, env = server
+    srv = start("fs_probe", env, d / "server2", preload=(), calls=())
+    assert srv is not None
+    srv.proc.kill()
+    srv.proc.wait()
+    (d / "dead").mkdir()
+    with pytest.raises(OSError):
+        srv.run(["ok"], d / "dead", d / "dead", 10)
+    srv.close()

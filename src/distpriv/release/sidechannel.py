@@ -620,7 +620,6 @@ def side_channel_check(
     from_data = bool(prep.spec.model_from_data)
     (a, b), tables, how = synthetic_tables(prep, prep.stream(_STREAM_SIDE))
     child_env = _child_env(env)
-    results: list[tuple[PublicRun, PublicRun]] = []
     with tempfile.TemporaryDirectory(prefix="distpriv-audit-") as tmp:
         folders = []
         for i, t in enumerate(tables):
@@ -632,20 +631,31 @@ def side_channel_check(
             folders.append(f)
         module = module_of(command(Path("data.csv"), Path("out")))
         server = start(module, child_env, Path(tmp) / "server") if module is not None and fork else None
-        used_server = server is not None
         io_dir = Path(tmp) / "io"
         io_dir.mkdir()
-        try:
+
+        def all_runs(server: ForkServer | None, tag: str) -> list[tuple[PublicRun, PublicRun]]:
+            out: list[tuple[PublicRun, PublicRun]] = []
             done = 0
             for r in range(n_runs):
                 order = (0, 1) if r % 2 == 0 else (1, 0)  # θ0 θ1 θ1 θ0 θ0 θ1 …
                 got: dict[int, PublicRun] = {}
                 for i in order:
-                    got[i] = _run((a, b)[i], folders[i], command, f"out{r}", child_env, timeout, server, io_dir)
+                    got[i] = _run((a, b)[i], folders[i], command, f"out{tag}{r}", child_env, timeout, server, io_dir)
                     done += 1
                     if progress is not None:
                         progress(done / (2 * n_runs))
-                results.append((got[0], got[1]))
+                out.append((got[0], got[1]))
+            return out
+
+        used_server = server is not None
+        try:
+            results = all_runs(server, "")
+        except OSError:  # the server stopped: every run again as a fresh process (times stay comparable)
+            if server is None:
+                raise
+            used_server = False
+            results = all_runs(None, "fresh")
         finally:
             if server is not None:
                 server.close()
