@@ -26,6 +26,9 @@ not preload is imported in the child, as fresh. What differs, and why it does no
 * the children share the server's hash seed and every other state the imports created (e.g. a random
   state drawn at import): the same in both tables' runs, so it cannot tell them apart either — a fresh
   process would differ from run to run by chance, not by the table;
+* the server's objects are moved out of the garbage collector's reach (:func:`gc.freeze`) before the fork, so
+  a child's collections do not copy the server's pages; they are the imports' objects, which a fresh process
+  keeps alive too;
 * anything the imports print (an import-time warning) goes to the server's stderr, discarded, not to each
   run's: the same for both tables;
 * stdin is ``/dev/null`` (a release reads none).
@@ -48,9 +51,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-#: Modules the server imports before forking: the release path's heavy dependencies and distpriv's own.
+#: Modules the server imports before forking: those a release imports (its heavy dependencies and distpriv's own;
+#: nothing a release does not import, which would only cost each child its copied pages).
 PRELOAD = (
-    "numpy", "pandas", "scipy.special", "scipy.stats", "scipy.optimize", "scipy.linalg", "duckdb",
+    "numpy", "pandas", "scipy.special", "duckdb",
     "distpriv", "distpriv.cli", "distpriv.cli.release", "distpriv.release", "distpriv.release.core",
     "distpriv.release.render", "distpriv.release.output", "distpriv.report", "distpriv.mechanisms",
     "distpriv.accounting.release", "distpriv.release.run", "distpriv.release.outdir", "distpriv.release.intervals",
@@ -82,6 +86,9 @@ _null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(_null, 1)
 os.close(_null)
 _child = None
+import gc
+gc.collect()
+gc.freeze()
 _out.write(json.dumps({"ready": True}) + "\n")
 _out.flush()
 for _line in sys.stdin:
