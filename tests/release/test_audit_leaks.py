@@ -155,8 +155,8 @@ def _audited(leak: str | None) -> str | None:
 def audits(leaky: Path) -> dict[str | None, tuple[int, dict, str]]:
     """Every audit but the timing one (one synthetic release of each table per audit). The audits run the console
     script's entry point in-process (:mod:`_cli`) with the leak's environment: the leaks act in the synthetic
-    releases, which the audit runs as fresh processes inheriting that environment (``PYTHONPATH`` first to the
-    ``sitecustomize.py``); the audit's own process would only add its imports. The timing audit below stays a
+    releases, which the audit runs as fresh processes (forked from a server started in that environment,
+    ``PYTHONPATH`` first to the ``sitecustomize.py``); the audit's own process would only add its imports. The timing audit below stays a
     subprocess end to end."""
     from _cli import run_in_process
 

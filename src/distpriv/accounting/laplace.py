@@ -622,37 +622,87 @@ def _tail_for(t: NDArray[np.float64], pi: NDArray[np.float64], mu: NDArray[np.fl
 
 @functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
 def _best_split(mu_b: bytes, sd_b: bytes, t0: float) -> NDArray[np.float64]:
-    """The split π minimising the union bound at t0 (Nelder-Mead on softmax weights); a pure function of (μ, σ, t0).
+    """The split π minimising the union bound Σ_k P(|Y_k| > t0 π_k) at t0; a pure function of (μ, σ, t0).
 
-    Any π on the simplex gives a valid bound, so the optimiser's accuracy only affects tightness; memoised
-    because a search over ε (the loss split of :mod:`.release`) asks for the same t0 many times.
+    Two coordinates (σ > 0): :func:`_best_split_2`'s grid; otherwise :func:`_level_split`'s equal-density
+    solution, kept when it beats the start split π ∝ |μ| + σ at t0. Any π on the simplex gives a valid bound,
+    so the search only sets the tightness; memoised because a search over ε (the loss split of
+    :mod:`.release`) asks for the same t0 many times.
     """
     mu, sd = np.frombuffer(mu_b), np.frombuffer(sd_b)
-    amu = np.abs(mu)
-    t0a = np.array([t0])
-
-    if bool(np.all(sd > 0)):
-        def obj(v: NDArray[np.float64]) -> float:  # _tail_for at the single point t0, without its broadcasting
-            e = np.exp(v - v.max())
-            tk = t0 * (e / e.sum())
-            return float(np.minimum(1.0, (special.ndtr((-tk - mu) / sd) + special.ndtr((mu - tk) / sd)).sum()))
-    else:
-        def obj(v: NDArray[np.float64]) -> float:
-            e = np.exp(v - v.max())
-            return float(_tail_for(t0a, e / e.sum(), mu, sd)[0])
-
     if mu.size == 2 and bool(np.all(sd > 0)):
         return _best_split_2(mu, sd, t0)
-    wv = amu + sd
-    start = np.log(wv / wv.sum() + 1e-300)
-    from scipy import optimize  # lazy: ~0.4 s to import
-
-    res = optimize.minimize(obj, start, method="Nelder-Mead",
-                            options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 200 * mu.size})
-    e = np.exp(res.x - res.x.max())
-    out = e / e.sum()
+    wv = np.abs(mu) + sd
+    out = wv / wv.sum()
+    pi = _level_split(mu, sd, t0)
+    t0a = np.array([t0])
+    if pi is not None and float(_tail_for(t0a, pi, mu, sd)[0]) <= float(_tail_for(t0a, out, mu, sd)[0]):
+        out = pi
     out.flags.writeable = False
     return out
+
+
+#: Levels of each refinement pass of :func:`_level_split`, bisection steps of each coordinate's
+#: inversion, and passes (the common level is bracketed to ~1/SPLIT_LEVELS**SPLIT_PASSES of its range, then
+#: interpolated).
+SPLIT_LEVELS, SPLIT_INNER, SPLIT_PASSES = 48, 34, 3
+
+
+def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) -> NDArray[np.float64] | None:
+    """The split minimising Σ_k f_k(s_k), f_k(s) = P(|Y_k| > s), over s_k ≥ m_k = |μ_k| with Σ_k s_k = t0
+    (π = s / t0), vectorised; ``None`` when t0 leaves no room above Σ_k m_k.
+
+    On s ≥ m_k the density p_k(s) = −f_k'(s) = [φ((s − m_k)/σ_k) + φ((s + m_k)/σ_k)]/σ_k decreases, so each
+    f_k is convex there and the KKT conditions of this convex problem, p_k(s_k) = λ for s_k > m_k and
+    p_k(m_k) ≤ λ otherwise, give its minimum. That region holds the global minimum whenever the bound is
+    below 1/2: a coordinate with s_k < m_k alone contributes f_k(s_k) ≥ Φ(0) = 1/2. With u = (s − m)/σ and
+    a = m/σ, log p(s) = −u²/2 − log(σ√(2π)) + log(1 + e^{−2a(a+u)}), decreasing in u: for a level ℓ each
+    u_k(ℓ) is found by bisection between √(2(−c_k − ℓ)) and √(2(log 2 − c_k − ℓ)) (c_k = log(σ_k√(2π))),
+    all levels and coordinates at once; Σ_k s_k(ℓ) decreases in ℓ, so ℓ = top − v² is bracketed by grid
+    passes over v and the two bracketing solutions interpolated to sum to t0. A coordinate with σ_k = 0
+    (|Y_k| = m_k surely) gets s_k = m_k(1 + 10⁻¹²).
+    """
+    m = np.abs(mu)
+    pos = sd > 0
+    fixed = np.where(pos, 0.0, m * (1.0 + 1e-12))
+    budget = t0 - float(fixed.sum())
+    if not bool(pos.any()) or not budget > float(m[pos].sum()):
+        return None
+    mp, sp = m[pos], sd[pos]
+    a = mp / sp
+    c = np.log(sp * math.sqrt(2.0 * math.pi))
+    h0 = -c + np.logaddexp(0.0, -2.0 * a * a)  # log p_k(m_k)
+    top = float(h0.max())
+    bottom = float(np.max(-c - 0.5 * (budget / sp) ** 2))  # there every s_k ≥ m_k + budget: Σ s_k > budget
+    log2 = math.log(2.0)
+
+    def s_at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        lev = top - v[:, None] ** 2
+        live = h0 > lev
+        lo = np.where(live, np.sqrt(np.maximum(0.0, 2.0 * (-c - lev))), 0.0)
+        hi = np.where(live, np.sqrt(np.maximum(0.0, 2.0 * (log2 - c - lev))), 0.0)
+        for _ in range(SPLIT_INNER):
+            mid = 0.5 * (lo + hi)
+            above = -0.5 * mid * mid - c + np.logaddexp(0.0, -2.0 * a * (a + mid)) > lev
+            lo = np.where(above, mid, lo)
+            hi = np.where(above, hi, mid)
+        return np.asarray(mp + sp * (0.5 * (lo + hi)), dtype=float)
+
+    lo_v, hi_v = 0.0, math.sqrt(max(top - bottom, 0.0))
+    s_lo = s_hi = mp
+    t_lo = t_hi = float(mp.sum())
+    for _ in range(SPLIT_PASSES):
+        v = np.linspace(lo_v, hi_v, SPLIT_LEVELS)
+        s = s_at(v)
+        tot = s.sum(axis=1)
+        j = min(max(int(np.searchsorted(tot, budget)), 1), SPLIT_LEVELS - 1)
+        lo_v, hi_v = float(v[j - 1]), float(v[j])
+        s_lo, s_hi, t_lo, t_hi = s[j - 1], s[j], float(tot[j - 1]), float(tot[j])
+    w = 0.0 if t_hi == t_lo else min(1.0, max(0.0, (budget - t_lo) / (t_hi - t_lo)))
+    star = (1.0 - w) * s_lo + w * s_hi
+    out = fixed.copy()
+    out[pos] = star * (budget / float(star.sum()))
+    return np.asarray(out / float(out.sum()), dtype=float)
 
 
 #: Points of each of the two grid passes of :func:`_best_split_2` (the split's resolution is ~1/SPLIT_POINTS²).
@@ -697,7 +747,10 @@ def _coupling_reduced(mu_b: bytes, c_b: bytes, d: int, epsilon: float, points: i
             cands.append(wv / wv.sum())
     if d > 1:
         t0 = max(epsilon, 1.05 * total)
-        cands.append(_best_split(np.ascontiguousarray(mu).tobytes(), np.ascontiguousarray(sd).tobytes(), t0))
+        mu_b, sd_b = np.ascontiguousarray(mu).tobytes(), np.ascontiguousarray(sd).tobytes()
+        cands.append(_best_split(mu_b, sd_b, t0))
+        if d > 2:  # the tail beyond t0 weighs too: the split that is best one spread Σσ_k further out
+            cands.append(_best_split(mu_b, sd_b, t0 + float(sd.sum())))
     ef = float(_folded_mean(mu, sd).sum())
     lip = min(float(sd.sum()), math.sqrt(d) * math.sqrt(max(float(np.linalg.eigvalsh(c)[-1]), 0.0)))
 

@@ -25,8 +25,10 @@ the 1,000 samples per θ, whose plan it needs). Per row:
 * ``own_notion``: the peer's own privacy measure (SSP: attacker success Π under a uniform prior
   on the pair; Ding (L): the paper's δ; Kantorovich: the sensitivity Δ_K).
 
-Cost: a fresh full run is about 37 CPU seconds (the verified Laplace top-ups of ExpM (L) and DirM (L)
-and the audits take two thirds); ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
+Cost: a fresh full run is about 32 CPU seconds on a loaded machine (37 before issue 25's vectorised
+coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort thresholds; the
+verified Laplace top-ups of ExpM (L) and DirM (L), the SSP quantizer's profiles and the audits' classifiers
+take most of it); ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
 on disk (:mod:`.compare_cache`, keyed on the code and every input), so a repeated run gives the same
 rows in about 2 CPU seconds (``benchmarks/bench_compare.py``).
 """
