@@ -357,6 +357,13 @@ SLOW_TESTS = (
 UNGROUPED = ("tests/release/test_audit_leaks.py::test_sleep_growing_with_the_value_fails_the_audit",)
 
 
+#: The engine fixtures of tests/data/conftest.py (a Dask LocalCluster, a PySpark JVM): every test of a file that uses
+#: one goes to :data:`ENGINE_GROUP`, one xdist group over those files, so each engine starts once per run, not once
+#: per file (tests/data/conftest.py keeps them open while the next test is in the same group).
+ENGINE_FIXTURES = ("dask_client", "spark")
+ENGINE_GROUP = "tests/data: Dask and Spark sessions"
+
+
 def _module_fixture_group(item: pytest.Item) -> str | None:
     """The test's file when it uses a module-, class- or package-scoped fixture, else ``None``."""
     info = getattr(item, "_fixtureinfo", None)
@@ -376,11 +383,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     goes to one worker (``xdist_group`` = the file), so the fixture is computed once per run, not once per worker
     the file's tests happen to be spread over (the load scheduler splits files at its chunk boundaries)."""
     slow = pytest.mark.slow
+    engine_files = {item.nodeid.split("::", 1)[0] for item in items
+                    if any(f in getattr(item, "fixturenames", ()) for f in ENGINE_FIXTURES)}
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
             item.add_marker(slow)
-        group = _module_fixture_group(item)
+        group = ENGINE_GROUP if item.nodeid.split("::", 1)[0] in engine_files else _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("dist", None) == "loadgroup":
