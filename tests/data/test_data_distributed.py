@@ -58,7 +58,7 @@ def _check_backend(native, table, reference) -> None:
 
 
 # --------------------------------------------------------------------------- Dask
-# the `dask_client` and `spark` fixtures: tests/data/conftest.py (one session shared with test_data_release_backends.py)
+# the `dask_client` and `spark` fixtures: tests/conftest.py (one session shared with test_data_release_backends.py)
 def test_dask_local_cluster_matches_pandas(dask_client, table, reference):
     import dask.dataframe as ddf
 
