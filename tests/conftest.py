@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import math
 import os
 import pickle
+import shutil
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -213,6 +216,7 @@ def _own_cpu() -> float:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    _close_engines()  # before the CPU count: the Dask processes are waited for when the cluster closes
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # a pytest-xdist worker: hand its CPU time to the controller
         workeroutput["cpu_seconds"] = _own_cpu()
@@ -261,7 +265,10 @@ def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
-    yield from _cpu_phase(item)
+    before = _own_cpu()
+    yield
+    _close_engines_leaving(item, nextitem)  # the Dask/Spark sessions below
+    item.user_properties.append(("cpu_seconds", _own_cpu() - before))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -357,6 +364,13 @@ SLOW_TESTS = (
 UNGROUPED = ("tests/release/test_audit_leaks.py::test_sleep_growing_with_the_value_fails_the_audit",)
 
 
+#: The engine fixtures of tests/data/conftest.py (a Dask LocalCluster, a PySpark JVM): every test of a file that uses
+#: one goes to :data:`ENGINE_GROUP`, one xdist group over those files, so each engine starts once per run, not once
+#: per file (tests/data/conftest.py keeps them open while the next test is in the same group).
+ENGINE_FIXTURES = ("dask_client", "spark")
+ENGINE_GROUP = "tests/data: Dask and Spark sessions"
+
+
 def _module_fixture_group(item: pytest.Item) -> str | None:
     """The test's file when it uses a module-, class- or package-scoped fixture, else ``None``."""
     info = getattr(item, "_fixtureinfo", None)
@@ -376,11 +390,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     goes to one worker (``xdist_group`` = the file), so the fixture is computed once per run, not once per worker
     the file's tests happen to be spread over (the load scheduler splits files at its chunk boundaries)."""
     slow = pytest.mark.slow
+    engine_files = {item.nodeid.split("::", 1)[0] for item in items
+                    if any(f in getattr(item, "fixturenames", ()) for f in ENGINE_FIXTURES)}
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.nodeid.startswith(SLOW_TESTS) or any(f in fixtures for f in SLOW_FIXTURES):
             item.add_marker(slow)
-        group = _module_fixture_group(item)
+        group = ENGINE_GROUP if item.nodeid.split("::", 1)[0] in engine_files else _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("dist", None) == "loadgroup":
@@ -444,3 +460,110 @@ def _store_cpu_seconds(config: pytest.Config) -> None:
     if config.getoption("--write-cpu-seconds"):
         table = {k: round(v, 1) for k, v in sorted(_TEST_CPU.items()) if v >= 0.5}
         CPU_SECONDS_FILE.write_text(json.dumps(table, indent=0) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- Dask and Spark sessions (issue 26)
+# One Dask LocalCluster and one PySpark local session per run of consecutive tests that use them, shared by
+# tests/data/test_data_distributed.py and tests/data/test_data_release_backends.py. Each file used to start its own:
+# two LocalClusters (2 nannies + 2 worker processes each, ~15 s CPU a cluster) and two Spark contexts (one JVM per
+# pytest process: PySpark reuses its gateway). Under `make test` (-n 2 --dist loadgroup) both files form one xdist
+# group (ENGINE_GROUP) run on one worker one after the other, so each engine starts once; the engines are closed as
+# soon as the next test is outside that group (pytest_runtest_teardown below), not left idling for the rest of the
+# run. Without xdist (-n 0) the two files are not neighbours and each starts the engines it uses, as before.
+# (Here and not in tests/data/conftest.py: a second conftest module would replace `conftest` in sys.modules, which
+# the test modules doing `from conftest import profile_by_integration` read.)
+#: JVM options of the Spark driver for these short runs: the C1 compiler only and the serial collector. The JIT and
+#: GC threads of a default JVM spent ~33 s CPU on test_spark_local_matches_pandas alone (two runs on a loaded
+#: machine: 32.5 and 35.3 s against 18.3 and 18.8 s with these options); the query plans and results are the same.
+#: The JVM outlives the session (PySpark's gateway) and exits with the pytest process, which never waits for it: its
+#: CPU time is not in ``make test``'s total, but it competes with the xdist workers for the two cores.
+SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+_OPEN: dict[str, tuple[Any, Callable[[], None]]] = {}
+
+
+def _shared(name: str, start: Callable[[], tuple[Any, Callable[[], None]]]) -> Any:
+    if name not in _OPEN:
+        _OPEN[name] = start()
+    return _OPEN[name][0]
+
+
+def _close(name: str) -> None:
+    _, close = _OPEN.pop(name)
+    close()
+
+
+def _start_dask() -> tuple[Any, Callable[[], None]]:
+    pytest.importorskip("dask.dataframe", reason="dask is not installed (pip install 'distpriv[dask]')")
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'distpriv[dask]')")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, memory_limit="1GiB")
+        client = distributed.Client(cluster)
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+
+    return client, close
+
+
+def _spark_skip_reason() -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install 'distpriv[spark]')"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (PySpark needs one)"
+    return None
+
+
+def _start_spark() -> tuple[Any, Callable[[], None]]:
+    reason = _spark_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("distpriv-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.extraJavaOptions", SPARK_JAVA_OPTIONS)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session, session.stop
+
+
+@pytest.fixture
+def dask_client() -> Any:
+    """A client of a 2-worker (2-process) Dask LocalCluster, shared with the neighbouring tests that use it."""
+    return _shared("dask_client", _start_dask)
+
+
+@pytest.fixture
+def spark() -> Any:
+    """A PySpark local[2] session, shared with the neighbouring tests that use it (skipped without pyspark or Java)."""
+    return _shared("spark", _start_spark)
+
+
+def _group(item: pytest.Item | None) -> object:
+    mark = None if item is None else item.get_closest_marker("xdist_group")
+    return None if mark is None else (mark.args, tuple(sorted(mark.kwargs.items())))
+
+
+def _close_engines_leaving(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Close the open engines when the next test is not in this test's xdist group (every test of the files using an
+    engine is in ENGINE_GROUP): called in the teardown of ``item``, whose CPU time then includes the closing."""
+    if _OPEN and (_group(item) is None or _group(nextitem) != _group(item)):
+        _close_engines()
+
+
+def _close_engines() -> None:
+    for name in list(_OPEN):
+        _close(name)

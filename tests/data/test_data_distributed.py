@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
-import sys
 import warnings
 
 import numpy as np
@@ -62,22 +58,7 @@ def _check_backend(native, table, reference) -> None:
 
 
 # --------------------------------------------------------------------------- Dask
-@pytest.fixture(scope="module")
-def dask_client():
-    pytest.importorskip("dask.dataframe", reason="dask is not installed (pip install 'distpriv[dask]')")
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'distpriv[dask]')")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, memory_limit="1GiB")
-        client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
+# the `dask_client` and `spark` fixtures: tests/conftest.py (one session shared with test_data_release_backends.py)
 def test_dask_local_cluster_matches_pandas(dask_client, table, reference):
     import dask.dataframe as ddf
 
@@ -110,40 +91,6 @@ def test_dask_parquet_dataset(dask_client, table, reference, tmp_path):
 
 
 # --------------------------------------------------------------------------- Spark
-def _spark_skip_reason() -> str | None:
-    if importlib.util.find_spec("pyspark") is None:
-        return "pyspark is not installed (pip install 'distpriv[spark]')"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (PySpark needs one)"
-    return None
-
-
-@pytest.fixture(scope="module")
-def spark():
-    reason = _spark_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("distpriv-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
 def test_spark_local_matches_pandas(spark, table, reference):
     plain = table.astype({"sex": str, "income": str})
     with warnings.catch_warnings():

@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 
 from distpriv.release import protect
-from test_data_distributed import dask_client, spark  # noqa: F401 - the shared engine fixtures
 
 BASE: dict[str, Any] = {"protect": "income=>50K", "pairs": [(0.3, 0.5)], "epsilon": 1.0, "delta": 1e-3,
                         "samples": 400, "seed": 11}
@@ -81,7 +80,7 @@ def test_duckdb_parquet_files_publish_the_pandas_values(frames, reference, tmp_p
 
 
 @pytest.mark.slow
-def test_dask_publishes_the_pandas_values(dask_client, frames, reference) -> None:  # noqa: F811
+def test_dask_publishes_the_pandas_values(dask_client, frames, reference) -> None:
     import dask.dataframe as ddf
 
     pop, table = frames
@@ -90,7 +89,7 @@ def test_dask_publishes_the_pandas_values(dask_client, frames, reference) -> Non
 
 
 @pytest.mark.slow
-def test_spark_publishes_the_pandas_values(spark, frames, reference) -> None:  # noqa: F811
+def test_spark_publishes_the_pandas_values(spark, frames, reference) -> None:
     pop, table = frames
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pyspark's notes about the pandas version

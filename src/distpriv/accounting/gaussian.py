@@ -83,6 +83,27 @@ def _log_interval(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> NDArray[n
     return np.where(hi > lo, v, out)
 
 
+def _log1m_exp(d: float) -> float:
+    """ln(1 − e^d) for d <= 0 as :func:`_log_interval` computes it (the same numpy ufuncs on one number), −inf at
+    e^d = 1 without the divide warning."""
+    e = np.exp(d)
+    return -math.inf if e == 1.0 else float(np.log1p(-e))
+
+
+def _log_interval_1(lo: float, hi: float) -> float:
+    """:func:`_log_interval` of one pair of finite numbers, bit for bit, without the arrays and the ``errstate`` of
+    the vectorised form (the 1-D profile's inner loop, e.g. ``attribute.apgm_box``'s search over Θ; issue 26)."""
+    if not hi > lo:
+        return -math.inf
+    if lo >= 0:  # both in the upper half: survival functions
+        a, b = float(special.log_ndtr(-lo)), float(special.log_ndtr(-hi))
+    else:
+        a, b = float(special.log_ndtr(hi)), float(special.log_ndtr(lo))
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return float(_log_interval(np.array([lo]), np.array([hi]))[0])
+    return a + _log1m_exp(min(b - a, 0.0))
+
+
 def _logaddexp(a: float, b: float) -> float:
     return float(np.logaddexp(a, b))
 
@@ -140,6 +161,21 @@ class GaussCoord:
         r2 = np.maximum(r_a, r_b)
         return r1, r2, real
 
+    def _roots_1(self, t: float) -> tuple[float, float] | None:
+        """:meth:`_roots` at one finite ``t`` with the same float operations on Python floats (``None``: no real
+        root); falls back to :meth:`_roots` where a root is not a number."""
+        a, b, c = self.quad
+        disc = b * b - 4.0 * a * (c - t)
+        if not disc >= 0:
+            return None
+        q = -0.5 * (b + math.copysign(math.sqrt(disc), b if b != 0 else 1.0))
+        r_a = q / a
+        r_b = (c - t) / q if q != 0 else r_a
+        if math.isnan(r_a) or math.isnan(r_b):
+            r1, r2, _ = self._roots(np.array([t]))
+            return float(r1[0]), float(r2[0])
+        return min(r_a, r_b), max(r_a, r_b)
+
     def sf_cdf(self, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(P(ℓ > t), P(ℓ <= t)) under P in linear space, each accurate relative to itself."""
         a, b, c = self.quad
@@ -181,20 +217,45 @@ class GaussCoord:
         if a == 0.0 and b == 0.0:
             return max(0.0, -math.expm1(min(epsilon - c, 0.0))) if c > epsilon else 0.0
         sa, sb = math.sqrt(self.alpha), math.sqrt(self.beta)
-        t = np.array([epsilon])
+        # one point: the numpy/scipy ufuncs of the vectorised helpers (_log_sf, _roots, _log_interval) applied to
+        # Python floats give the same values without building arrays (_roots_1, _log_interval_1; issue 26)
         if a == 0.0:
             x = (epsilon - c) / abs(b)
             # S in u-space: u > x (b > 0) or u < −x (b < 0)
             if b > 0:
-                lp = float(_log_sf(np.array([x]))[0])
+                lp = float(special.log_ndtr(-x))
                 zq = (self.m + sa * x) / sb
-                lq = float(_log_sf(np.array([zq]))[0])
+                lq = float(special.log_ndtr(-zq))
             else:
                 lp = float(special.log_ndtr(-x))
                 zq = (self.m - sa * x) / sb
                 lq = float(special.log_ndtr(zq))
             return _diff(lp, lq, epsilon)
-        r1, r2, real = self._roots(t)
+        if not math.isfinite(epsilon):
+            return self._delta_vectorised(epsilon)
+        roots = self._roots_1(epsilon)
+        if roots is None:
+            if a > 0:  # S = everything
+                return max(0.0, -math.expm1(epsilon)) if epsilon < 0 else 0.0
+            return 0.0
+        u1, u2 = roots
+        z1, z2 = (self.m + sa * u1) / sb, (self.m + sa * u2) / sb
+        if a > 0:
+            lp = _logaddexp(float(special.log_ndtr(u1)), float(special.log_ndtr(-u2)))
+            lq = _logaddexp(float(special.log_ndtr(z1)), float(special.log_ndtr(-z2)))
+        elif all(math.isfinite(v) for v in (u1, u2, z1, z2)):
+            lp = _log_interval_1(u1, u2)
+            lq = _log_interval_1(z1, z2)
+        else:
+            lp = float(_log_interval(np.array([u1]), np.array([u2]))[0])
+            lq = float(_log_interval(np.array([z1]), np.array([z2]))[0])
+        return _diff(lp, lq, epsilon)
+
+    def _delta_vectorised(self, epsilon: float) -> float:
+        """:meth:`delta` through the array helpers (a non-finite ε; ``a != 0``)."""
+        a = self.quad[0]
+        sa, sb = math.sqrt(self.alpha), math.sqrt(self.beta)
+        r1, r2, real = self._roots(np.array([epsilon]))
         if not bool(real[0]):
             if a > 0:  # S = everything
                 return max(0.0, -math.expm1(epsilon)) if epsilon < 0 else 0.0
