@@ -7,9 +7,10 @@
 * composition through private ledgers: chains add up, shared rows are found by content, every bad ledger
   and every bad model file is one line on stderr, exit 2, nothing written.
 
-The composition releases (the chain, Prop. A.4) and most refusals run the console script's entry point in-process
-with the warnings a fresh process shows (``_cli.run_in_process(fresh_warnings=True)``; a process each added only its
-imports, issue 26); the two-dataset diffs, the fresh-noise runs and one refusal per test stay subprocesses.
+The two-dataset diffs, the composition releases (the chain, Prop. A.4), the seeded runs and most refusals run the
+console script's entry point in-process with the warnings a fresh process shows
+(``_cli.run_in_process(fresh_warnings=True)``; a process each added only its imports, issue 26); the two unseeded
+fresh-noise runs and one refusal per test stay subprocesses.
 """
 
 from __future__ import annotations
@@ -104,12 +105,12 @@ def public_files(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def diff_runs(pub: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     common = [*STATS, *BASE, "--samples", "150", "--format", "json"]
-    return run_all({
+    return {name: run_in_process(args, pub, fresh_warnings=True) for name, args in {
         "pop45": ["release", "d45.csv", *common, "--population", "pop.csv", "--out", "pop45"],
         "pop55": ["release", "d55.csv", *common, "--population", "pop.csv", "--out", "pop55"],
         "data45": ["release", "d45.csv", *common, "--model-from-data", "--out", "data45"],
         "data55": ["release", "d55.csv", *common, "--model-from-data", "--out", "data55"],
-    }, pub)
+    }.items()}
 
 
 def test_population_release_public_outputs_differ_only_in_the_noisy_values(
@@ -191,8 +192,12 @@ def test_model_from_data_differs_only_in_declared_fields(
 # --------------------------------------------------------------------------- randomness
 def test_fresh_noise_every_run_seeded_runs_flagged(pub: Path) -> None:
     common = ["release", "d45.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]
-    res = run_all({"os1": common, "os2": common, "s1": [*common, "--seed", "7"], "s2": [*common, "--seed", "7"],
-                   "other": ["release", "d55.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]}, pub)
+    # the two unseeded runs in two fresh processes (fresh noise per process and per run); the seeded runs and the
+    # other dataset through the same entry point in-process, with a fresh process's warnings (issue 26)
+    res = run_all({"os1": common, "os2": common}, pub)
+    res.update({k: run_in_process(v, pub, fresh_warnings=True) for k, v in {
+        "s1": [*common, "--seed", "7"], "s2": [*common, "--seed", "7"],
+        "other": ["release", "d55.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]}.items()})
     for r in res.values():
         assert r.returncode == 0, r.stderr
     docs = {k: json.loads(r.stdout) for k, r in res.items()}
