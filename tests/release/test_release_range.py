@@ -30,7 +30,7 @@ from distpriv.release.grid import MAX_POINTS, chained_delta, gap_profiles
 from distpriv.release.public import CURATOR_PREFIX, MAY_DIFFER
 from distpriv.release.spec import build_spec
 from profile_oracle import noise_law, output_delta
-from test_release import run, run_all
+from test_release import run
 from test_release_privacy import _refusals
 
 
