@@ -30,7 +30,6 @@ from distpriv.release.grid import MAX_POINTS, chained_delta, gap_profiles
 from distpriv.release.public import CURATOR_PREFIX, MAY_DIFFER
 from distpriv.release.spec import build_spec
 from profile_oracle import noise_law, output_delta
-from test_release import run
 from test_release_privacy import _refusals
 
 
@@ -372,8 +371,8 @@ def test_provenance_command_reruns_the_release(small: Path,
     assert "command" not in ja["provenance"]["spec"]  # the library publishes the spec; the CLI renders commands
     args = shlex.split(command_line(rerun_config(ja["provenance"]["spec"])))
     assert args[:3] == ["distpriv", "release", "DATA"]
-    r = run(["release", *({"DATA": "d20.csv", "POP": "pop.csv"}.get(x, x) for x in args[2:]), "--format", "json"],
-            small)
+    r = run_in_process(["release", *({"DATA": "d20.csv", "POP": "pop.csv"}.get(x, x) for x in args[2:]), "--format",
+                        "json"], small)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["provenance"]["spec"] == ja["provenance"]["spec"]
 
