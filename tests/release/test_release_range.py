@@ -138,7 +138,7 @@ def test_cli_range_bad_input_one_line_exit_2(small: Path) -> None:
                      "--delta", "1e-3", "--population", "pop.csv", "--out", f"never{i}"]
             for i, (needle, opts) in enumerate(BAD_CLI.items())}
     # one through the console script (its one stderr line and exit status end to end), the rest in-process
-    res = _refusals(cmds, small, subprocess_case="--range: LO must be < HI")
+    res = _refusals(cmds, small, subprocess_case="--range: LO must be < HI", in_process=True)
     assert set(res) == set(BAD_CLI)
     for i, needle in enumerate(BAD_CLI):
         r = res[needle]

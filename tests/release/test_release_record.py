@@ -199,7 +199,7 @@ def test_cli_refusals_one_line_exit_2_nothing_written(folder: Path) -> None:
         opts = [o for o in opts if o != "X"] if opts[:1] != ["--record-delta"] else []
         cmds[needle] = [*base, *rec, *opts, "--out", f"never{i}"]
     # one through the console script (its one stderr line and exit status end to end), the rest in-process
-    res = _refusals(cmds, folder, subprocess_case="--record-delta: record-level DP needs both")
+    res = _refusals(cmds, folder, subprocess_case="--record-delta: record-level DP needs both", in_process=True)
     assert set(res) == set(BAD)
     for i, needle in enumerate(BAD):
         r = res[needle]
