@@ -3,7 +3,6 @@ the file, the line and the option, numbers stored as text, the kept count of --m
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -128,7 +127,8 @@ def test_engine_errors_name_file_line_and_option(tmp_path):
 
 
 def test_cli_refusals_one_line_nothing_written(tmp_path):
-    """A subprocess, then in-process: the latin-1 population without --encoding; --missing drop without --n (with the kept count
+    """In-process (the console script's entry point with a fresh process's warnings; its own exit status end to end:
+    tests/release/test_release.py): the latin-1 population without --encoding; --missing drop without --n (with the kept count
     on a curator: line, never in a file)."""
     data = _write(tmp_path / "d.csv", ROWS)
     pop = _write(tmp_path / "pop.csv", [("Adélie", "3750"), ("Adelie", "3650"), ("Gentoo", "5000")] * 20,
@@ -136,13 +136,12 @@ def test_cli_refusals_one_line_nothing_written(tmp_path):
     base = [sys.executable, "-m", "distpriv.cli", "release", "--stat", "mean:body_mass_g", "--pairs", "0.4,0.5",
             "--epsilon", "1", "--delta", "1e-3", "--samples", "50"]
     out = tmp_path / "out"
-    res = subprocess.run([*base, str(data), "--protect", PROTECT, "--population", str(pop), "--missing",
-                          "drop", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    res = run_in_process([*base[3:], str(data), "--protect", PROTECT, "--population", str(pop), "--missing", "drop",
+                          "--out", str(out)], tmp_path, fresh_warnings=True)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("distpriv: error: --population: cannot read pop.csv line 2")
     assert "--encoding" in lines[0] and not out.exists() and res.stdout == ""
-    # the same entry point in-process (the console script's one line and exit status are checked just above)
     res = run_in_process([*base[3:], str(data), "--protect", PROTECT, "--population", str(data), "--missing", "drop",
                           "--out", str(out)], tmp_path)
     assert res.returncode == 2, res.stderr

@@ -7,9 +7,10 @@
 * composition through private ledgers: chains add up, shared rows are found by content, every bad ledger
   and every bad model file is one line on stderr, exit 2, nothing written.
 
-The composition releases (the chain, Prop. A.4) and most refusals run the console script's entry point in-process
-with the warnings a fresh process shows (``_cli.run_in_process(fresh_warnings=True)``; a process each added only its
-imports, issue 26); the two-dataset diffs, the fresh-noise runs and one refusal per test stay subprocesses.
+The two-dataset diffs, the composition releases (the chain, Prop. A.4), the seeded runs and most refusals run the
+console script's entry point in-process with the warnings a fresh process shows
+(``_cli.run_in_process(fresh_warnings=True)``; a process each added only its imports, issue 26); the two unseeded
+fresh-noise runs and one refusal per test stay subprocesses.
 """
 
 from __future__ import annotations
@@ -104,12 +105,12 @@ def public_files(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def diff_runs(pub: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     common = [*STATS, *BASE, "--samples", "150", "--format", "json"]
-    return run_all({
+    return {name: run_in_process(args, pub, fresh_warnings=True) for name, args in {
         "pop45": ["release", "d45.csv", *common, "--population", "pop.csv", "--out", "pop45"],
         "pop55": ["release", "d55.csv", *common, "--population", "pop.csv", "--out", "pop55"],
         "data45": ["release", "d45.csv", *common, "--model-from-data", "--out", "data45"],
         "data55": ["release", "d55.csv", *common, "--model-from-data", "--out", "data55"],
-    }, pub)
+    }.items()}
 
 
 def test_population_release_public_outputs_differ_only_in_the_noisy_values(
@@ -191,8 +192,12 @@ def test_model_from_data_differs_only_in_declared_fields(
 # --------------------------------------------------------------------------- randomness
 def test_fresh_noise_every_run_seeded_runs_flagged(pub: Path) -> None:
     common = ["release", "d45.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]
-    res = run_all({"os1": common, "os2": common, "s1": [*common, "--seed", "7"], "s2": [*common, "--seed", "7"],
-                   "other": ["release", "d55.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]}, pub)
+    # the two unseeded runs in two fresh processes (fresh noise per process and per run); the seeded runs and the
+    # other dataset through the same entry point in-process, with a fresh process's warnings (issue 26)
+    res = run_all({"os1": common, "os2": common}, pub)
+    res.update({k: run_in_process(v, pub, fresh_warnings=True) for k, v in {
+        "s1": [*common, "--seed", "7"], "s2": [*common, "--seed", "7"],
+        "other": ["release", "d55.csv", *STATS, *BASE, "--model", "model.toml", "--format", "json"]}.items()})
     for r in res.values():
         assert r.returncode == 0, r.stderr
     docs = {k: json.loads(r.stdout) for k, r in res.items()}
@@ -260,7 +265,7 @@ def test_shared_rows_are_found_by_content(pub: Path, chain: dict[str, dict]) -> 
         "byte_indep": ["release", "d45_byte.csv", *CHAIN, "--previous", "c1", "--independent", "--out", "never2"],
         "parquet": ["release", "d45.parquet", *CHAIN, "--previous", "c3", "--independent", "--out", "never3"],
         "no_claim": ["release", "d55.csv", *CHAIN, "--previous", "c1", "--out", "never4"],
-    }, pub, "byte", fresh_warnings=True)
+    }, pub, "byte", fresh_warnings=True, in_process=True)
     for k, r in res.items():
         assert r.returncode == 2, (k, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and r.stdout == "", (k, r.stderr)
@@ -292,12 +297,15 @@ def _ledger_edit(folder: Path, fn: object) -> None:
     path.write_text(json.dumps(doc))
 
 
-def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str, *, fresh_warnings: bool = False
-              ) -> dict[str, subprocess.CompletedProcess[str]]:
+def _refusals(cases: dict[str, list[str]], cwd: Path, subprocess_case: str, *, fresh_warnings: bool = False,
+              in_process: bool = False) -> dict[str, subprocess.CompletedProcess[str]]:
     """Refused releases: ``subprocess_case`` through the console script (its one stderr line and exit status end to
     end), the others in-process through the same entry point (they stop before computing; a process each would
-    add only its ~2 s of imports); ``fresh_warnings``: with the warnings a fresh process shows (_cli.py)."""
-    out = run_all({subprocess_case: cases[subprocess_case]}, cwd)
+    add only its ~2 s of imports); ``fresh_warnings``: with the warnings a fresh process shows (_cli.py).
+    ``in_process``: ``subprocess_case`` too runs in-process, with the warnings a fresh process shows (the console
+    script's own exit status and line are checked end to end elsewhere: tests/release/test_release.py, issue 26)."""
+    out = ({subprocess_case: run_in_process(cases[subprocess_case], cwd, fresh_warnings=True)} if in_process
+           else run_all({subprocess_case: cases[subprocess_case]}, cwd))
     out.update({k: run_in_process(v, cwd, fresh_warnings=fresh_warnings) for k, v in cases.items()
                 if k != subprocess_case})
     return out
@@ -340,7 +348,7 @@ def test_bad_previous_folders_one_line_exit_2_nothing_written(pub: Path, chain: 
         "no_fingerprints": "is missing", "foreign": "does not belong to the ledger",
         "old_json": "is a file; give the --out folder", "other_secret": "same protected property",
     }
-    res = _refusals(cases, pub, subprocess_case="foreign")
+    res = _refusals(cases, pub, subprocess_case="foreign", in_process=True)
     for name, r in res.items():
         assert r.returncode == 2, (name, r.stdout, r.stderr)
         assert r.stderr.startswith("distpriv: error: --previous: ") and r.stderr.count("\n") == 1, (name, r.stderr)
@@ -375,7 +383,7 @@ def test_bad_model_files_one_line_exit_2_nothing_written(pub: Path) -> None:
     (pub / "m_json.json").write_text(json.dumps({"statistics": ["mean:age", "count:sex=Female"],
                                                  "theta": {"0.45": {"mean": [1, 2], "covariance": [[1, 0], [0, 1]]}}}))
     cases["json_missing_theta"] = ["release", "d45.csv", *STATS, *BASE, "--model", "m_json.json", "--out", "mout_js"]
-    res = _refusals(cases, pub, subprocess_case="malformed")
+    res = _refusals(cases, pub, subprocess_case="malformed", in_process=True)
     expect = {k: v[1] for k, v in MODEL_BAD.items()} | {"json_missing_theta": "no θ = 0.55 declared"}
     assert len(res) == 5
     for name, r in res.items():

@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from _cli import run_in_process
 from distpriv.errors import InvalidParameterError
 from distpriv.release import protect
 from distpriv.release.ledger_record import compose_record, parse_record
 from distpriv.release.public import CURATOR_PREFIX, MAY_DIFFER
 from distpriv.release.record import check_record_query
 from distpriv.release.spec import parse_bounds
-from test_release import run_all
 from test_release_privacy import _refusals, table
 
 E, D = 1.0, 1e-6
@@ -148,7 +148,10 @@ def test_cli_side_channel_and_curator_lines(folder: Path) -> None:
     args = ["--stat", "mean:age", "--stat", "count:sex=Female", "--protect", "income=>50K", "--pairs", "0.2,0.4",
             "--epsilon", "1", "--delta", "1e-3", "--population", "pop.csv", "--samples", "100", "--record-epsilon",
             "1", "--record-delta", "1e-6", "--bounds", "age=20:60", "--format", "json"]
-    runs = run_all({k: ["release", f"d{k}.csv", *args, "--out", f"out{k}"] for k in ("40", "20")}, folder)
+    # in-process with the warnings a fresh process shows (_cli.run_in_process; a process each added only its
+    # imports, issue 26)
+    runs = {k: run_in_process(["release", f"d{k}.csv", *args, "--out", f"out{k}"], folder, fresh_warnings=True)
+            for k in ("40", "20")}
     a, b = runs["40"], runs["20"]
     assert a.returncode == 0 and b.returncode == 0, (a.stderr, b.stderr)
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
@@ -196,7 +199,7 @@ def test_cli_refusals_one_line_exit_2_nothing_written(folder: Path) -> None:
         opts = [o for o in opts if o != "X"] if opts[:1] != ["--record-delta"] else []
         cmds[needle] = [*base, *rec, *opts, "--out", f"never{i}"]
     # one through the console script (its one stderr line and exit status end to end), the rest in-process
-    res = _refusals(cmds, folder, subprocess_case="--record-delta: record-level DP needs both")
+    res = _refusals(cmds, folder, subprocess_case="--record-delta: record-level DP needs both", in_process=True)
     assert set(res) == set(BAD)
     for i, needle in enumerate(BAD):
         r = res[needle]
@@ -384,7 +387,7 @@ def test_declared_model_needs_public_n(folder: Path) -> None:
     args = ["release", "d40.csv", "--stat", STATS[0], "--stat", STATS[1], "--protect", "income=>50K", "--pairs",
             "0.3,0.4", "--epsilon", "1", "--delta", "1e-3", "--model", model.name, "--record-epsilon", "1",
             "--record-delta", "1e-6", "--bounds", "age=20:60", "--out", "never_model"]
-    r = run_all({"cli": args}, folder)["cli"]
+    r = run_in_process(args, folder, fresh_warnings=True)  # the console script's own exit: test_cli_refusals_...
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("distpriv: error: --n: record-level DP with a declared model needs"), lines

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from _cli import run_in_process
-from test_release import run_all
 from test_release_ledger import adult_like
 
 BASE = ["--stat", "mean:age", "--protect", "income=>50K", "--pairs", "0.2,0.3", "--epsilon", "1", "--delta", "1e-3",
@@ -46,9 +45,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-#: the case of the test below run through the console script in a subprocess (its one stderr line and exit status
-#: end to end); the others, and the three releases they compose with, run in-process with the warnings a fresh
-#: process shows (``_cli.run_in_process(fresh_warnings=True)``: a process each added only its imports, issue 26)
+#: the case of the test below that used to run through the console script in a subprocess; now in-process too, with
+#: the warnings a fresh process shows (``_cli.run_in_process(fresh_warnings=True)``: a process each added only its
+#: imports, issue 26; the console script's own one line and exit status: tests/release/test_release.py)
 REEXPORT_SUBPROCESS = ("parquet",)
 
 
@@ -72,7 +71,7 @@ def test_reexported_copies_are_refused_honest_samples_compose(work: Path) -> Non
         "honest_id": ["release", "s_b.csv", *BASE, "--model-from-data", "--previous", "r_small", "--independent",
                       "--id", "PID"],
     }
-    res = run_all({k: v for k, v in cases.items() if k in REEXPORT_SUBPROCESS}, work)
+    res = {k: run_in_process(v, work, fresh_warnings=True) for k, v in cases.items() if k in REEXPORT_SUBPROCESS}
     res.update({k: run_in_process(v, work, fresh_warnings=True) for k, v in cases.items()
                 if k not in REEXPORT_SUBPROCESS})
     for name in ("parquet", "dropped_added", "race_upper", "fnlwgt", "id_reused"):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from _cli import run_in_process
 from distpriv.errors import DistPrivError, InvalidParameterError, InvalidTypeError
 from distpriv.release import protect
 from distpriv.release.core import prepare
@@ -196,11 +195,12 @@ def test_cli_sep_encoding_missing_glob_and_bad_input(tmp_path, table, pop) -> No
     }
     odd.assign(age=[np.nan, np.nan, *odd.age[2:]]).to_csv(tmp_path / "holes.csv", index=False)
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really parquet")
-    exe = str(Path(sys.executable).with_name("distpriv"))
     runs = {**{k: v for k, v in good.items()}, **{k: [*v[0], *plain, "--out", "never"] for k, v in bad.items()}}
-    procs = {name: subprocess.Popen([exe, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE) for name, args in runs.items()}
-    done = {name: (proc.communicate(timeout=300), proc.returncode) for name, proc in procs.items()}
+    # through the console script's entry point in-process, with the warnings a fresh process shows
+    # (_cli.run_in_process: a process each added only its ~1-3 s CPU of imports, issue 26; the console script's own
+    # one line and exit status end to end: tests/release/test_release.py)
+    done = {name: ((r.stdout, r.stderr), r.returncode)
+            for name, r in ((name, run_in_process(args, tmp_path, fresh_warnings=True)) for name, args in runs.items())}
     for name in good:
         assert done[name][1] == 0, (name, done[name][0][1])
     ja, jb = (json.loads(done[k][0][0]) for k in ("latin-1", "utf-8"))
