@@ -28,7 +28,11 @@ same module (:func:`~distpriv.local.tupling_laplace.divergence_brackets`: integr
 divergence before). At large k the KL bracket of the difference of two transforms widens (~k ulp); it is
 then intersected with the same route's KL (:meth:`TuplingAccountant.kl_bounds`). Both Laplace routes
 normalise their inputs first: ν accepted with a sum off 1 by up to 1e-8 is accounted as ν/Σν (the law
-the sampler draws), and a sum off by a few ulp no longer moves the KL by ~k ulp at k >= 1e6.
+the sampler draws), and a sum off by a few ulp no longer moves the KL by ~k ulp at k >= 1e6. So do the
+enumeration of the multiset laws (:meth:`TuplingAccountant.multiset_laws`,
+:func:`~distpriv.local.tupling_laplace.enumerated_upper`, every term rounded up) and the data-processing caps
+(:func:`~distpriv.local.tupling_laplace.base_caps`, rounded up): every χ², Hellinger and KL claim is for the
+normalised laws, and where the quadrature cannot certify (wide or undefined bracket) the claim is the cap.
 It decomposes likewise
 (``ln Σ`` over one slot and an independent sum over the other k):
 
@@ -498,9 +502,11 @@ class TuplingAccountant:
     def distp_divergence(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
         """(ε, D)-DistP of the pair (both orders) for ``"max"`` (closed form), KL / reverse KL (certified
         Laplace-transform quadrature, a certified bracket ~1e-12 wide), ``"tv"`` (= δ at ε = 0) and
-        ``"chi2"`` / ``"hellinger"`` (exact on the multiset laws of :meth:`multiset_laws`; beyond
-        their enumeration the upper end of the certified bracket of :meth:`f_divergence_bounds`, ~1e-12 wide,
-        issue 25 — before, the data-processing cap ``D_f(A#λ0 ‖ A#λ1)``)."""
+        ``"chi2"`` / ``"hellinger"`` (exact on the multiset laws of :meth:`multiset_laws`, every term rounded
+        up by :func:`~distpriv.local.tupling_laplace.enumerated_upper`; beyond their enumeration the upper end
+        of the certified bracket of :meth:`f_divergence_bounds`, ~1e-12 wide, issue 25 — before, the
+        data-processing cap ``D_f(A#λ0 ‖ A#λ1)``, which stays the fallback where the quadrature cannot certify).
+        All for the normalised laws ``A#λ/Σ``, ``ν/Σν`` (the validators accept sums off 1 by up to 1e-8)."""
         name = check_choice(divergence, "divergence", ("kl", "reverse-kl", "max", "tv", "chi2", "hellinger"))
         if name == "max":
             return self.distp_epsilon(lam0, lam1, 0.0)
@@ -823,7 +829,8 @@ class TuplingAccountant:
             if name in ("kl", "reverse-kl"):
                 how = "exact within a certified bracket ~1e-12 wide (Laplace-transform quadrature, tupling_laplace); the upper end"
             elif name == "max" or self.multiset_laws(lam0, lam1) is not None:
-                how = "exact (closed form / enumeration of the tuple's multiset laws)"
+                how = ("exact (closed form / enumeration of the tuple's multiset laws of the normalised inputs, "
+                       "every term rounded up)")
             elif name in ("chi2", "hellinger"):
                 how = ("exact within a certified bracket ~1e-12 wide (Laplace-transform quadrature, "
                        "tupling_laplace.divergence_brackets); the upper end")
