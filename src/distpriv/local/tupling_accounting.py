@@ -161,6 +161,30 @@ class TuplingAccountant:
             )
         return a0, a1
 
+    def _divergence_weights(
+        self, lam0: ArrayLike, lam1: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """``(a0, a1, rel)``: ``λ_b A`` without the lift's float division by its sum (the divergence routes
+        normalise exactly enough themselves), and a bound ``rel`` on each entry's relative rounding error:
+        ``u`` for a point mass (a stored row of A, which the base mechanism normalised entry by entry, each
+        within ½ ulp of the given row's exact normalisation), ``(n_inputs + 3)u`` for the float product of a
+        mixture. (Dividing each entry by a float sum moves laws that differ by less than an ulp of their
+        entries, e.g. rows 1e-16 apart on 1e-16 entries, by ~1e-9 relatively: the claim must cover the given
+        rows, not only their rounded copy; issue 25 review.)"""
+        self._weights(lam0, lam1)  # validation (distributions, ν with full support)
+        matrix = self.mechanism.base.matrix
+        out = []
+        rel = 2.0**-53
+        for lam in (lam0, lam1):
+            lv = np.asarray(lam, dtype=float)
+            nz = np.flatnonzero(lv)
+            if nz.size == 1 and lv[nz[0]] == 1.0:
+                out.append(np.array(matrix[nz[0]], dtype=float))
+            else:
+                out.append(np.clip(lv @ matrix, 0.0, None))
+                rel = (matrix.shape[0] + 3) * 2.0**-53
+        return out[0], out[1], rel
+
     def _delta_bounds_dir(
         self, a0: NDArray[np.float64], a1: NDArray[np.float64], epsilon: float, bins: int
     ) -> tuple[float, float]:
@@ -400,13 +424,14 @@ class TuplingAccountant:
         """
         b = check_int(bins, "bins", minimum=16)
         a0, a1 = self._weights(lam0, lam1)
-        base_kl = tupling_laplace.base_caps(a0, a1)["kl"]  # rounded up (a float KL can fall below the exact)
+        r0, r1, rel = self._divergence_weights(lam0, lam1)
+        base_kl = tupling_laplace.base_caps(r0, r1, rel)["kl"]  # rounded up (a float KL can fall below the exact)
         nu, k = self.mechanism.dummy, self.mechanism.k
         lo_l, up_l = tupling_laplace.kl_bracket(a0, a1, nu, k)
         if not math.isinf(lo_l) and not (math.isfinite(up_l) and up_l - lo_l <= 1e-9 * up_l):
             # large k: the difference of the two transforms loses ~k ulp; the non-negative J(θ) route does not.
             # Also where that bracket is infinite or undefined (ratios of wide magnitude, issue 25 review)
-            lo_j, up_j = tupling_laplace.divergence_brackets(a0, a1, nu, k, ("kl",))["kl"]
+            lo_j, up_j = tupling_laplace.divergence_brackets(r0, r1, nu, k, ("kl",), rel)["kl"]
             if math.isfinite(up_j):
                 if not math.isfinite(up_l):
                     lo_l, up_l = lo_j, up_j
@@ -428,9 +453,10 @@ class TuplingAccountant:
         quadrature is undefined (ratios beyond float64's range) the cap alone is returned as the upper end.
         """
         name = check_choice(divergence, "divergence", ("chi2", "hellinger"))
-        a0, a1 = self._weights(lam0, lam1)
-        cap = tupling_laplace.base_caps(a0, a1)[name]  # of the normalised laws, rounded up
-        got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k, (name,))[name]
+        a0, a1, rel = self._divergence_weights(lam0, lam1)
+        cap = tupling_laplace.base_caps(a0, a1, rel)[name]  # of the normalised laws, rounded up
+        got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k, (name,),
+                                                  rel)[name]
         if math.isnan(got[1]):
             return 0.0, cap
         return max(0.0, min(got[0], cap)), max(0.0, min(got[1], cap))
@@ -514,17 +540,16 @@ class TuplingAccountant:
             return max(self.kl_bounds(lam0, lam1)[1], self.kl_bounds(lam1, lam0)[1])
         if name == "tv":
             return self.distp_delta(lam0, lam1, 0.0)
-        a0, a1 = self._weights(lam0, lam1)
+        a0, a1, rel = self._divergence_weights(lam0, lam1)
         keys = ("chi2", "reverse-chi2") if name == "chi2" else ("hellinger",)
         nu, k = self.mechanism.dummy, self.mechanism.k
+        caps = tupling_laplace.base_caps(a0, a1, rel)
         counts = self._multiset_counts()
         if counts is not None:  # enumeration of the multisets, every term rounded up (normalised laws)
-            got_e = tupling_laplace.enumerated_upper(a0, a1, nu, k, counts, keys)
-            caps = tupling_laplace.base_caps(a0, a1)
+            got_e = tupling_laplace.enumerated_upper(a0, a1, nu, k, counts, keys, rel)
             return max(min(got_e[key], caps[key]) for key in keys)
         # certified quadrature (tupling_laplace.divergence_brackets): the upper ends, both orders
-        got = tupling_laplace.divergence_brackets(a0, a1, nu, k, keys)
-        caps = tupling_laplace.base_caps(a0, a1)
+        got = tupling_laplace.divergence_brackets(a0, a1, nu, k, keys, rel)
         # each order capped by the base channel's divergence (data processing; alone where the quadrature is nan)
         return max(max(0.0, min(math.inf if math.isnan(got[key][1]) else got[key][1], caps[key])) for key in keys)
 

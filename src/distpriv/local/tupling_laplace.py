@@ -172,16 +172,17 @@ _SAFETY = 4.0
 _MAX_NODES = 4000
 
 
-def _normalised(a0: Array, a1: Array, nu: Array) -> tuple[Array, Array, Array, Array]:
+def _normalised(a0: Array, a1: Array, nu: Array, input_rel: float = 0.0) -> tuple[Array, Array, Array, Array]:
     """``(ŵ0, ŵ1, ν̂, e_d)``: the ratios ``â_b/ν̂`` of the *normalised* inputs (``â = a/Σa``, ``ν̂ = ν/Σν``,
     sums by ``math.fsum``), each within relative ``6u`` of its exact value, and an absolute bound ``e_d`` on
     the error of ``d = ŵ0 − ŵ1`` computed from them. Every formula below is exact for the normalised laws;
-    the rounding of the inputs' normalisation enters the error bounds only."""
+    the rounding of the inputs' normalisation enters the error bounds only. ``input_rel``: a relative error of
+    each input entry itself (e.g. the rounding of a mixture ``λA``), added to ``e_d`` as ``input_rel (ŵ0 + ŵ1)``."""
     nu_h = nu / math.fsum(nu)
     w0 = (a0 / math.fsum(a0)) / nu_h
     w1 = (a1 / math.fsum(a1)) / nu_h
     d = w0 - w1
-    e_d = 6.0 * _U * (w0 + w1) + _U * np.abs(d)
+    e_d = (6.0 * _U + 1.01 * input_rel) * (w0 + w1) + _U * np.abs(d)
     return w0, w1, nu_h, e_d
 
 
@@ -308,7 +309,7 @@ _OUTER = {"kl": (1.0, 2.0, 1.0), "reverse-kl": (2.0, 1.0, 1.0), "hellinger": (1.
 
 def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
                         names: tuple[str, ...] = ("chi2", "reverse-chi2", "kl", "reverse-kl", "hellinger"),
-                        ) -> dict[str, tuple[float, float]]:
+                        input_rel: float = 0.0) -> dict[str, tuple[float, float]]:
     """Certified ``(lower, upper)`` of f-divergences between the tuple laws ``P = Q#λ0``, ``Q = Q#λ1`` (issue 25).
 
     With ``S_b = Σ_i w_b(y_i)`` over the k+1 slots drawn i.i.d. from ν (tupling paper, proof of Prop. 12),
@@ -327,14 +328,15 @@ def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
     ``|Im σ| < d`` by ``1/cos³(d/2)`` times its real value: the rule's relative error is at most
     ``2/(cos³(d/2)(e^{2πd/h} − 1))``. Tails use ``J(θ) <= min(J(0)/(1−θ), J(1)/θ, 1/(θ(1−θ)))``. All inputs are
     normalised first (:func:`_normalised`); rounding enters the per-node error bounds. ``(nan, nan)`` when the
-    ratios span more than float64's range (the caller keeps another bound).
+    ratios span more than float64's range (the caller keeps another bound). ``input_rel``: relative error of
+    each entry of ``a0``, ``a1`` (:func:`_normalised`).
     """
     a0 = np.asarray(a0, dtype=float)
     a1 = np.asarray(a1, dtype=float)
     nu = np.asarray(nu, dtype=float)
-    w0, w1, nu_h, e_d = _normalised(a0, a1, nu)
+    w0, w1, nu_h, e_d = _normalised(a0, a1, nu, input_rel)
     d = w0 - w1
-    eps_w = 6.0 * _U
+    eps_w = 6.0 * _U + 1.01 * input_rel
     out: dict[str, tuple[float, float]] = {}
     j0 = inner_bracket(w1, d, e_d, nu_h, k, eps_w)  # θ = 0: V = S1
     j1 = inner_bracket(w0, d, e_d, nu_h, k, eps_w)
@@ -425,12 +427,13 @@ def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
 # --------------------------------------------------------------------------------------------------------
 # Rounded-up evaluations: base-channel caps and the enumeration of the tuple's multiset (issue 25 review)
 # --------------------------------------------------------------------------------------------------------
-def base_caps(a0: Array, a1: Array) -> dict[str, float]:
+def base_caps(a0: Array, a1: Array, input_rel: float = 0.0) -> dict[str, float]:
     """Upper bounds, rounded outwards, of ``χ²`` (both orders), squared Hellinger and KL (both orders) between
     the *normalised* base laws ``â_b = a_b/Σa_b`` (the data-processing caps of the tuple laws' divergences).
 
     Each ``d_y = â0_y − â1_y`` is computed as ``(a0_y − a1_y)/σ0 + a1_y (σ1 − σ0)/(σ0 σ1)`` (``σ1 − σ0`` by one
-    correctly rounded ``fsum``), within ``e_y = 6u`` times the sum of the two pieces' moduli; then
+    correctly rounded ``fsum``), within ``e_y = 6u`` times the sum of the two pieces' moduli, plus
+    ``input_rel (â0_y + â1_y)`` for a relative error ``input_rel`` of each input entry itself; then
     ``χ² <= Σ (|d̂| + e)²/(â1(1 − 4u))``, ``H² <= ½ Σ (|d̂| + e)²/((√â0 + √â1)²(1 − 4u))`` (no cancellation), and
     ``KL <= min(χ², KL̂ + slack)``: ``KL <= ln(1 + χ²) <= χ²``, and the float sum ``KL̂ = Σ â0 ln(â0/â1)`` is within
     ``(m + 4)u Σ|terms| + 3u Σ â0(1 + |ln r|) + 2.01u Σ â0(|ln r| + 2)`` of the value at the normalised laws (``r = â0/â1``). A float
@@ -448,8 +451,8 @@ def base_caps(a0: Array, a1: Array) -> dict[str, float]:
     piece1 = (a0 - a1) / s0
     piece2 = a1 * (ds / (s0 * s1))
     d = piece1 + piece2
-    e = 6.0 * _U * (np.abs(piece1) + np.abs(piece2))
-    norm_err = 2.01 * _U
+    e = 6.0 * _U * (np.abs(piece1) + np.abs(piece2)) + 1.01 * input_rel * (p + q)
+    norm_err = 2.01 * _U + 1.01 * input_rel
     dd = np.abs(d) + e
     num = dd * dd * (1.0 + 8.0 * _U)
     m = a0.size
@@ -478,7 +481,8 @@ def base_caps(a0: Array, a1: Array) -> dict[str, float]:
 
 
 def enumerated_upper(a0: Array, a1: Array, nu: Array, k: int, counts: NDArray[np.int64],
-                     names: tuple[str, ...] = ("chi2", "reverse-chi2", "hellinger")) -> dict[str, float]:
+                     names: tuple[str, ...] = ("chi2", "reverse-chi2", "hellinger"),
+                     input_rel: float = 0.0) -> dict[str, float]:
     """Upper bounds of ``χ²`` (both orders) and squared Hellinger of the tuple laws by the enumeration of every
     multiset ``c`` of the ``n = k + 1`` slots (``counts``: all compositions of n into |Y| parts).
 
@@ -492,7 +496,7 @@ def enumerated_upper(a0: Array, a1: Array, nu: Array, k: int, counts: NDArray[np
     (issue 25: with Σν = 1 − 9e-9 the unnormalised sums were 9e-9 relative below the exact value, and beyond
     k = 50 rejected by the weight check; float sums were up to 6e-14 relative below at k = 1000).
     """
-    w0, w1, nu_h, e_d = _normalised(np.asarray(a0, float), np.asarray(a1, float), np.asarray(nu, float))
+    w0, w1, nu_h, e_d = _normalised(np.asarray(a0, float), np.asarray(a1, float), np.asarray(nu, float), input_rel)
     d = w0 - w1
     n = k + 1
     m = nu_h.size
@@ -506,7 +510,7 @@ def enumerated_upper(a0: Array, a1: Array, nu: Array, k: int, counts: NDArray[np
     big_l = 32.0 * _U * (abs(g_n) + np.abs(g_c).sum(axis=1) + (c * (np.abs(lognu) + 1.0)[None, :]).sum(axis=1)
                          + m + 1.0)
     pi_up = np.exp(logpi + big_l) * (1.0 + 2.0 * _U) + 2.0**-1073
-    eps_s = (m + 8) * _U
+    eps_s = (m + 8) * _U + 1.01 * input_rel
     s0, s1 = c @ w0, c @ w1
     dhat = c @ d
     dd = np.abs(dhat) + (c @ e_d + (m + 2) * _U * (c @ np.abs(d))) * (1.0 + 1e-9)
