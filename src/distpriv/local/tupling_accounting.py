@@ -28,7 +28,11 @@ same module (:func:`~distpriv.local.tupling_laplace.divergence_brackets`: integr
 divergence before). At large k the KL bracket of the difference of two transforms widens (~k ulp); it is
 then intersected with the same route's KL (:meth:`TuplingAccountant.kl_bounds`). Both Laplace routes
 normalise their inputs first: ν accepted with a sum off 1 by up to 1e-8 is accounted as ν/Σν (the law
-the sampler draws), and a sum off by a few ulp no longer moves the KL by ~k ulp at k >= 1e6.
+the sampler draws), and a sum off by a few ulp no longer moves the KL by ~k ulp at k >= 1e6. So do the
+enumeration of the multiset laws (:meth:`TuplingAccountant.multiset_laws`,
+:func:`~distpriv.local.tupling_laplace.enumerated_upper`, every term rounded up) and the data-processing caps
+(:func:`~distpriv.local.tupling_laplace.base_caps`, rounded up): every χ², Hellinger and KL claim is for the
+normalised laws, and where the quadrature cannot certify (wide or undefined bracket) the claim is the cap.
 It decomposes likewise
 (``ln Σ`` over one slot and an independent sum over the other k):
 
@@ -156,6 +160,30 @@ class TuplingAccountant:
                 "use monte_carlo_delta / monte_carlo_epsilon for dummies without full support"
             )
         return a0, a1
+
+    def _divergence_weights(
+        self, lam0: ArrayLike, lam1: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """``(a0, a1, rel)``: ``λ_b A`` without the lift's float division by its sum (the divergence routes
+        normalise exactly enough themselves), and a bound ``rel`` on each entry's relative rounding error:
+        ``u`` for a point mass (a stored row of A, which the base mechanism normalised entry by entry, each
+        within ½ ulp of the given row's exact normalisation), ``(n_inputs + 3)u`` for the float product of a
+        mixture. (Dividing each entry by a float sum moves laws that differ by less than an ulp of their
+        entries, e.g. rows 1e-16 apart on 1e-16 entries, by ~1e-9 relatively: the claim must cover the given
+        rows, not only their rounded copy; issue 25 review.)"""
+        self._weights(lam0, lam1)  # validation (distributions, ν with full support)
+        matrix = self.mechanism.base.matrix
+        out = []
+        rel = 2.0**-53
+        for lam in (lam0, lam1):
+            lv = np.asarray(lam, dtype=float)
+            nz = np.flatnonzero(lv)
+            if nz.size == 1 and lv[nz[0]] == 1.0:
+                out.append(np.array(matrix[nz[0]], dtype=float))
+            else:
+                out.append(np.clip(lv @ matrix, 0.0, None))
+                rel = (matrix.shape[0] + 3) * 2.0**-53
+        return out[0], out[1], rel
 
     def _delta_bounds_dir(
         self, a0: NDArray[np.float64], a1: NDArray[np.float64], epsilon: float, bins: int
@@ -396,17 +424,24 @@ class TuplingAccountant:
         """
         b = check_int(bins, "bins", minimum=16)
         a0, a1 = self._weights(lam0, lam1)
-        base_kl = dv.kl(a0, a1)
+        r0, r1, rel = self._divergence_weights(lam0, lam1)
+        base_kl = tupling_laplace.base_caps(r0, r1, rel)["kl"]  # rounded up (a float KL can fall below the exact)
         nu, k = self.mechanism.dummy, self.mechanism.k
         lo_l, up_l = tupling_laplace.kl_bracket(a0, a1, nu, k)
-        if math.isfinite(up_l) and up_l - lo_l > 1e-9 * up_l:
-            # large k: the difference of the two transforms loses ~k ulp; the non-negative J(θ) route does not
-            lo_j, up_j = tupling_laplace.divergence_brackets(a0, a1, nu, k, ("kl",))["kl"]
-            if math.isfinite(up_j) and max(lo_l, lo_j) <= min(up_l, up_j):  # both certified: intersect
-                lo_l, up_l = max(lo_l, lo_j), min(up_l, up_j)
+        if not math.isinf(lo_l) and not (math.isfinite(up_l) and up_l - lo_l <= 1e-9 * up_l):
+            # large k: the difference of the two transforms loses ~k ulp; the non-negative J(θ) route does not.
+            # Also where that bracket is infinite or undefined (ratios of wide magnitude, issue 25 review)
+            lo_j, up_j = tupling_laplace.divergence_brackets(r0, r1, nu, k, ("kl",), rel)["kl"]
+            if math.isfinite(up_j):
+                if not math.isfinite(up_l):
+                    lo_l, up_l = lo_j, up_j
+                elif max(lo_l, lo_j) <= min(up_l, up_j):  # both certified: intersect
+                    lo_l, up_l = max(lo_l, lo_j), min(up_l, up_j)
         if math.isfinite(up_l) or math.isinf(lo_l):
             return max(0.0, min(lo_l, base_kl)), max(0.0, min(up_l, base_kl))
-        return self._kl_bounds_grid(a0, a1, b, base_kl)
+        lo_g, up_g = self._kl_bounds_grid(a0, a1, b, base_kl)
+        # the grid route's float sums: widened by a relative 1e-12 (>> their (m + 2)u rounding)
+        return max(0.0, lo_g * (1.0 - 1e-12)), min(up_g * (1.0 + 1e-12) + 1e-300, base_kl)
 
     def f_divergence_bounds(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str) -> tuple[float, float]:
         """Certified ``(lower, upper)`` of ``χ²(Q#λ0 ‖ Q#λ1)`` or the squared Hellinger distance of the tuple laws.
@@ -418,9 +453,10 @@ class TuplingAccountant:
         quadrature is undefined (ratios beyond float64's range) the cap alone is returned as the upper end.
         """
         name = check_choice(divergence, "divergence", ("chi2", "hellinger"))
-        a0, a1 = self._weights(lam0, lam1)
-        cap = dv.divergence(name, a0, a1)
-        got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k, (name,))[name]
+        a0, a1, rel = self._divergence_weights(lam0, lam1)
+        cap = tupling_laplace.base_caps(a0, a1, rel)[name]  # of the normalised laws, rounded up
+        got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k, (name,),
+                                                  rel)[name]
         if math.isnan(got[1]):
             return 0.0, cap
         return max(0.0, min(got[0], cap)), max(0.0, min(got[1], cap))
@@ -451,6 +487,14 @@ class TuplingAccountant:
             b *= 4
         return max(0.0, min(lower, base_kl)), max(0.0, min(upper, base_kl))
 
+    def _multiset_counts(self) -> NDArray[np.int64] | None:
+        """Every multiset of the k+1 slots as a count vector, or ``None`` beyond :data:`iid_sums.EXACT_LIMIT`."""
+        m, n = self.mechanism.n_outputs, self.mechanism.k + 1
+        count = math.comb(n + m - 1, m - 1)
+        if count > iid_sums.EXACT_LIMIT or count * m > 50 * iid_sums.EXACT_LIMIT:
+            return None
+        return iid_sums._compositions(n, m)
+
     def multiset_laws(self, lam0: ArrayLike, lam1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
         """The exact laws of the tuple's multiset under λ0 and λ1, or ``None`` beyond :data:`iid_sums.EXACT_LIMIT`.
 
@@ -459,12 +503,14 @@ class TuplingAccountant:
         laws (a sufficient statistic). ``P_λ(c) = (k+1)!/Π c_z! · 1/(k+1) Σ_y c_y A#λ[y] Π_z ν_z^{c_z − [z = y]}``.
         """
         a0, a1 = self._weights(lam0, lam1)
-        m, n = self.mechanism.n_outputs, self.mechanism.k + 1
-        count = math.comb(n + m - 1, m - 1)
-        if count > iid_sums.EXACT_LIMIT or count * m > 50 * iid_sums.EXACT_LIMIT:
+        c = self._multiset_counts()
+        if c is None:
             return None
-        c = iid_sums._compositions(n, m)
-        nu = self.mechanism.dummy
+        m, n = self.mechanism.n_outputs, self.mechanism.k + 1
+        # the laws of the *normalised* inputs (issue 25 review: the validators accept |Σ − 1| <= 1e-8; the
+        # quadrature and the sampler use the normalised laws, and so do these)
+        a0, a1 = a0 / math.fsum(a0), a1 / math.fsum(a1)
+        nu = self.mechanism.dummy / math.fsum(self.mechanism.dummy)
         log_coef = special.gammaln(n + 1) - special.gammaln(c + 1).sum(axis=1) - math.log(n)
         out = []
         for a in (a0, a1):
@@ -482,9 +528,11 @@ class TuplingAccountant:
     def distp_divergence(self, lam0: ArrayLike, lam1: ArrayLike, divergence: str = "kl") -> float:
         """(ε, D)-DistP of the pair (both orders) for ``"max"`` (closed form), KL / reverse KL (certified
         Laplace-transform quadrature, a certified bracket ~1e-12 wide), ``"tv"`` (= δ at ε = 0) and
-        ``"chi2"`` / ``"hellinger"`` (exact on the multiset laws of :meth:`multiset_laws`; beyond
-        their enumeration the upper end of the certified bracket of :meth:`f_divergence_bounds`, ~1e-12 wide,
-        issue 25 — before, the data-processing cap ``D_f(A#λ0 ‖ A#λ1)``)."""
+        ``"chi2"`` / ``"hellinger"`` (exact on the multiset laws of :meth:`multiset_laws`, every term rounded
+        up by :func:`~distpriv.local.tupling_laplace.enumerated_upper`; beyond their enumeration the upper end
+        of the certified bracket of :meth:`f_divergence_bounds`, ~1e-12 wide, issue 25 — before, the
+        data-processing cap ``D_f(A#λ0 ‖ A#λ1)``, which stays the fallback where the quadrature cannot certify).
+        All for the normalised laws ``A#λ/Σ``, ``ν/Σν`` (the validators accept sums off 1 by up to 1e-8)."""
         name = check_choice(divergence, "divergence", ("kl", "reverse-kl", "max", "tv", "chi2", "hellinger"))
         if name == "max":
             return self.distp_epsilon(lam0, lam1, 0.0)
@@ -492,17 +540,18 @@ class TuplingAccountant:
             return max(self.kl_bounds(lam0, lam1)[1], self.kl_bounds(lam1, lam0)[1])
         if name == "tv":
             return self.distp_delta(lam0, lam1, 0.0)
-        laws = self.multiset_laws(lam0, lam1)
-        if laws is None:  # certified quadrature (tupling_laplace.divergence_brackets): the upper ends, both orders
-            a0, a1 = self._weights(lam0, lam1)
-            pairs = (("chi2", a0, a1), ("reverse-chi2", a1, a0)) if name == "chi2" else (("hellinger", a0, a1),)
-            got = tupling_laplace.divergence_brackets(a0, a1, self.mechanism.dummy, self.mechanism.k,
-                                                      tuple(key for key, _, _ in pairs))
-            # each order capped by the base channel's divergence (data processing; alone where the quadrature is nan)
-            return max(max(0.0, min(math.inf if math.isnan(got[key][1]) else got[key][1], dv.divergence(name, p, q)))
-                       for key, p, q in pairs)
-        p, q = laws
-        return max(dv.divergence(name, p, q), dv.divergence(name, q, p))
+        a0, a1, rel = self._divergence_weights(lam0, lam1)
+        keys = ("chi2", "reverse-chi2") if name == "chi2" else ("hellinger",)
+        nu, k = self.mechanism.dummy, self.mechanism.k
+        caps = tupling_laplace.base_caps(a0, a1, rel)
+        counts = self._multiset_counts()
+        if counts is not None:  # enumeration of the multisets, every term rounded up (normalised laws)
+            got_e = tupling_laplace.enumerated_upper(a0, a1, nu, k, counts, keys, rel)
+            return max(min(got_e[key], caps[key]) for key in keys)
+        # certified quadrature (tupling_laplace.divergence_brackets): the upper ends, both orders
+        got = tupling_laplace.divergence_brackets(a0, a1, nu, k, keys, rel)
+        # each order capped by the base channel's divergence (data processing; alone where the quadrature is nan)
+        return max(max(0.0, min(math.inf if math.isnan(got[key][1]) else got[key][1], caps[key])) for key in keys)
 
     # ---------------------------------------------------------- Monte Carlo
     def _log_ratio(self, tuples: NDArray[np.int64], a0: NDArray[np.float64], a1: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -805,7 +854,8 @@ class TuplingAccountant:
             if name in ("kl", "reverse-kl"):
                 how = "exact within a certified bracket ~1e-12 wide (Laplace-transform quadrature, tupling_laplace); the upper end"
             elif name == "max" or self.multiset_laws(lam0, lam1) is not None:
-                how = "exact (closed form / enumeration of the tuple's multiset laws)"
+                how = ("exact (closed form / enumeration of the tuple's multiset laws of the normalised inputs, "
+                       "every term rounded up)")
             elif name in ("chi2", "hellinger"):
                 how = ("exact within a certified bracket ~1e-12 wide (Laplace-transform quadrature, "
                        "tupling_laplace.divergence_brackets); the upper end")

@@ -106,7 +106,9 @@ def _integrand(a0: Array, w0: Array, w1: Array, nu: Array, k: int, t: Array) -> 
         r = -np.expm1(-np.abs(diff))
         et = np.exp(top)
         g = np.where(a >= b, 1.0, -1.0) * et * r
-        err = et * (e_d * np.exp(e_d) + r * (np.expm1(e_top) + 6.0 * _U))
+        with np.errstate(over="ignore", invalid="ignore"):  # an infinite / nan bound makes the bracket (0, inf)
+            err = et * (e_d * np.exp(e_d) + r * (np.expm1(e_top) + 6.0 * _U))
+        err = np.where(np.isnan(err), np.inf, err)
         vals[i:i + step] = g
         errs[i:i + step] = _FP_SAFETY * err + 1e-300
     return vals, errs
@@ -166,18 +168,21 @@ OUTER_STRIP = 2.9
 REL_TARGET = 1e-15
 #: Safety factor on the first-order forward error bounds of the node values.
 _SAFETY = 4.0
+#: Most outer (θ) nodes on each side of θ = ½; the tails beyond are bounded, not summed.
+_MAX_NODES = 4000
 
 
-def _normalised(a0: Array, a1: Array, nu: Array) -> tuple[Array, Array, Array, Array]:
+def _normalised(a0: Array, a1: Array, nu: Array, input_rel: float = 0.0) -> tuple[Array, Array, Array, Array]:
     """``(ŵ0, ŵ1, ν̂, e_d)``: the ratios ``â_b/ν̂`` of the *normalised* inputs (``â = a/Σa``, ``ν̂ = ν/Σν``,
     sums by ``math.fsum``), each within relative ``6u`` of its exact value, and an absolute bound ``e_d`` on
     the error of ``d = ŵ0 − ŵ1`` computed from them. Every formula below is exact for the normalised laws;
-    the rounding of the inputs' normalisation enters the error bounds only."""
+    the rounding of the inputs' normalisation enters the error bounds only. ``input_rel``: a relative error of
+    each input entry itself (e.g. the rounding of a mixture ``λA``), added to ``e_d`` as ``input_rel (ŵ0 + ŵ1)``."""
     nu_h = nu / math.fsum(nu)
     w0 = (a0 / math.fsum(a0)) / nu_h
     w1 = (a1 / math.fsum(a1)) / nu_h
     d = w0 - w1
-    e_d = 6.0 * _U * (w0 + w1) + _U * np.abs(d)
+    e_d = (6.0 * _U + 1.01 * input_rel) * (w0 + w1) + _U * np.abs(d)
     return w0, w1, nu_h, e_d
 
 
@@ -304,7 +309,7 @@ _OUTER = {"kl": (1.0, 2.0, 1.0), "reverse-kl": (2.0, 1.0, 1.0), "hellinger": (1.
 
 def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
                         names: tuple[str, ...] = ("chi2", "reverse-chi2", "kl", "reverse-kl", "hellinger"),
-                        ) -> dict[str, tuple[float, float]]:
+                        input_rel: float = 0.0) -> dict[str, tuple[float, float]]:
     """Certified ``(lower, upper)`` of f-divergences between the tuple laws ``P = Q#λ0``, ``Q = Q#λ1`` (issue 25).
 
     With ``S_b = Σ_i w_b(y_i)`` over the k+1 slots drawn i.i.d. from ν (tupling paper, proof of Prop. 12),
@@ -323,14 +328,15 @@ def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
     ``|Im σ| < d`` by ``1/cos³(d/2)`` times its real value: the rule's relative error is at most
     ``2/(cos³(d/2)(e^{2πd/h} − 1))``. Tails use ``J(θ) <= min(J(0)/(1−θ), J(1)/θ, 1/(θ(1−θ)))``. All inputs are
     normalised first (:func:`_normalised`); rounding enters the per-node error bounds. ``(nan, nan)`` when the
-    ratios span more than float64's range (the caller keeps another bound).
+    ratios span more than float64's range (the caller keeps another bound). ``input_rel``: relative error of
+    each entry of ``a0``, ``a1`` (:func:`_normalised`).
     """
     a0 = np.asarray(a0, dtype=float)
     a1 = np.asarray(a1, dtype=float)
     nu = np.asarray(nu, dtype=float)
-    w0, w1, nu_h, e_d = _normalised(a0, a1, nu)
+    w0, w1, nu_h, e_d = _normalised(a0, a1, nu, input_rel)
     d = w0 - w1
-    eps_w = 6.0 * _U
+    eps_w = 6.0 * _U + 1.01 * input_rel
     out: dict[str, tuple[float, float]] = {}
     j0 = inner_bracket(w1, d, e_d, nu_h, k, eps_w)  # θ = 0: V = S1
     j1 = inner_bracket(w0, d, e_d, nu_h, k, eps_w)
@@ -389,10 +395,12 @@ def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
         return best
 
     def needed(n: str, side: str, target: float) -> float:
-        best = math.inf
+        """Least ``|σ_end|`` whose tail is below ``target``, in logarithms (no overflow for tiny targets),
+        capped at ``_MAX_NODES · h``: beyond the cap the tail bound is simply added to the upper end."""
+        best = _MAX_NODES * h
         for cc, al in envelope(n, side):
             geo = h * math.exp(-al * h) / -math.expm1(-al * h)
-            best = min(best, math.log(max(cc * geo / target, 1.0)) / al)
+            best = min(best, max(math.log(cc) + math.log(geo) - math.log(target), 0.0) / al)
         return best
 
     core = math.ceil(10.0 / h)
@@ -400,15 +408,126 @@ def divergence_brackets(a0: Array, a1: Array, nu: Array, k: int,
     for _ in range(3):
         new_lo, new_hi = lo_j, hi_j
         for n in live:
-            low_n = sums(n, lo_j, hi_j)[0]
-            target = 0.1 * REL_TARGET * max(low_n, 1e-300)
+            low_n, high_n = sums(n, lo_j, hi_j)
+            # the lower sum is 0 where every node's bracket reaches 0 (values near float64's floor): the
+            # scale is then taken from the upper sum (issue 25: a target of 1e-316 overflowed ``needed``)
+            target = 0.1 * REL_TARGET * max(low_n, 1e-3 * high_n, 1e-300)
             new_lo = min(new_lo, -math.ceil(needed(n, "left", target) / h))
             new_hi = max(new_hi, math.ceil(needed(n, "right", target) / h))
         if (new_lo, new_hi) == (lo_j, hi_j):
             break
-        lo_j, hi_j = max(new_lo, -4000), min(new_hi, 4000)
+        lo_j, hi_j = max(new_lo, -_MAX_NODES), min(new_hi, _MAX_NODES)
     for n in live:
         s_lo, s_hi = sums(n, lo_j, hi_j)
         tails = tail(n, "left", -lo_j * h) + tail(n, "right", hi_j * h)
         out[n] = (s_lo / (1.0 + rho), (s_hi + tails) / (1.0 - rho))
     return {n: out[n] for n in names}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Rounded-up evaluations: base-channel caps and the enumeration of the tuple's multiset (issue 25 review)
+# --------------------------------------------------------------------------------------------------------
+def base_caps(a0: Array, a1: Array, input_rel: float = 0.0) -> dict[str, float]:
+    """Upper bounds, rounded outwards, of ``χ²`` (both orders), squared Hellinger and KL (both orders) between
+    the *normalised* base laws ``â_b = a_b/Σa_b`` (the data-processing caps of the tuple laws' divergences).
+
+    Each ``d_y = â0_y − â1_y`` is computed as ``(a0_y − a1_y)/σ0 + a1_y (σ1 − σ0)/(σ0 σ1)`` (``σ1 − σ0`` by one
+    correctly rounded ``fsum``), within ``e_y = 6u`` times the sum of the two pieces' moduli, plus
+    ``input_rel (â0_y + â1_y)`` for a relative error ``input_rel`` of each input entry itself; then
+    ``χ² <= Σ (|d̂| + e)²/(â1(1 − 4u))``, ``H² <= ½ Σ (|d̂| + e)²/((√â0 + √â1)²(1 − 4u))`` (no cancellation), and
+    ``KL <= min(χ², KL̂ + slack)``: ``KL <= ln(1 + χ²) <= χ²``, and the float sum ``KL̂ = Σ â0 ln(â0/â1)`` is within
+    ``(m + 4)u Σ|terms| + 3u Σ â0(1 + |ln r|) + 2.01u Σ â0(|ln r| + 2)`` of the value at the normalised laws (``r = â0/â1``). A float
+    ``KL(a0‖a1)`` alone could fall below the exact value by cancellation (``a1 = a0(1 + 1e-7)`` on entries
+    of 1e-27 gave 0 for an exact 5e-42).
+    """
+    a0 = np.asarray(a0, dtype=float)
+    a1 = np.asarray(a1, dtype=float)
+    s0, s1 = math.fsum(a0), math.fsum(a1)
+    p, q = a0 / s0, a1 / s1
+    # d = a0/σ0 − a1/σ1 (σ the exact sums) = (a0 − a1)/σ0 + a1 (σ1 − σ0)/(σ0 σ1): each piece within a few u
+    # relatively (σ1 − σ0 by one correctly rounded fsum), so e bounds the error even where the sums differ
+    # from 1 by less than an ulp (fsum rounds) and the laws differ by less than an ulp of their entries
+    ds = math.fsum(np.concatenate([a1, -a0]).tolist())
+    piece1 = (a0 - a1) / s0
+    piece2 = a1 * (ds / (s0 * s1))
+    d = piece1 + piece2
+    e = 6.0 * _U * (np.abs(piece1) + np.abs(piece2)) + 1.01 * input_rel * (p + q)
+    norm_err = 2.01 * _U + 1.01 * input_rel
+    dd = np.abs(d) + e
+    num = dd * dd * (1.0 + 8.0 * _U)
+    m = a0.size
+    out: dict[str, float] = {}
+    for key, den in (("chi2", q), ("reverse-chi2", p)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(dd > 0, num / (den * (1.0 - 4.0 * _U)), 0.0)
+        out[key] = math.fsum(terms) * (1.0 + 4.0 * _U)  # fsum is correctly rounded
+    root = (np.sqrt(p) + np.sqrt(q)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(dd > 0, 0.5 * num / (root * (1.0 - 8.0 * _U)), 0.0)
+    out["hellinger"] = math.fsum(terms) * (1.0 + 4.0 * _U)
+    for key, x, y, chi in (("kl", p, q, out["chi2"]), ("reverse-kl", q, p, out["reverse-chi2"])):
+        on = x > 0
+        if np.any(on & (y <= 0)):
+            out[key] = math.inf
+            continue
+        lr = np.log(x[on] / y[on])
+        t = x[on] * lr
+        # ln of a rounded quotient: absolute error <= ~u(1 + |ln r|); the sum: (m + 4)u Σ|t|; the inputs'
+        # normalisation: 2.01u Σ x(|ln r| + 2)
+        slack = ((m + 4) * _U * float(np.sum(np.abs(t))) + 3.0 * _U * float(np.sum(x[on] * (1.0 + np.abs(lr))))
+                 + norm_err * float(np.sum(x[on] * (np.abs(lr) + 2.0))))
+        out[key] = min(chi, max(0.0, math.fsum(t)) + slack * 1.01)
+    return out
+
+
+def enumerated_upper(a0: Array, a1: Array, nu: Array, k: int, counts: NDArray[np.int64],
+                     names: tuple[str, ...] = ("chi2", "reverse-chi2", "hellinger"),
+                     input_rel: float = 0.0) -> dict[str, float]:
+    """Upper bounds of ``χ²`` (both orders) and squared Hellinger of the tuple laws by the enumeration of every
+    multiset ``c`` of the ``n = k + 1`` slots (``counts``: all compositions of n into |Y| parts).
+
+    With the inputs normalised (:func:`_normalised`), the multiset law under ``λ_b`` is ``π(c) S_b(c)/n``,
+    ``π(c) = n!/Π c_y! Π ν̂_y^{c_y}`` (multinomial) and ``S_b(c) = Σ_y c_y ŵ_b(y)``, so with ``D = S0 − S1``
+    ``χ²(P‖Q) = Σ π D²/(n S1)`` and ``H² = Σ π D²/(2n (√S0 + √S1)²)``: non-negative terms, no cancellation.
+    Each term is rounded up: ``S_b`` within relative ``ε_S = (m + 8)u``, ``D`` within ``c·e_d + (m + 2)u c·|d̂|``,
+    and ``π`` below ``exp(ln π̂ + L_c)(1 + 2u) + 2^−1073`` with
+    ``L_c = 32u (|ln n!| + Σ|ln c_y!| + Σ c_y (|ln ν̂_y| + 1) + m + 1)`` (``gammaln`` and ``log`` within a few ulp
+    of their argument's magnitude, the normalised ν̂ within 2.01u). The claim is for the normalised laws
+    (issue 25: with Σν = 1 − 9e-9 the unnormalised sums were 9e-9 relative below the exact value, and beyond
+    k = 50 rejected by the weight check; float sums were up to 6e-14 relative below at k = 1000).
+    """
+    w0, w1, nu_h, e_d = _normalised(np.asarray(a0, float), np.asarray(a1, float), np.asarray(nu, float), input_rel)
+    d = w0 - w1
+    n = k + 1
+    m = nu_h.size
+    c = counts.astype(float)
+    with np.errstate(divide="ignore"):
+        lognu = np.log(nu_h)
+    g_c = special.gammaln(c + 1.0)
+    g_n = float(special.gammaln(n + 1.0))
+    cl = np.where(c > 0, c * lognu[None, :], 0.0)
+    logpi = g_n - g_c.sum(axis=1) + cl.sum(axis=1)
+    big_l = 32.0 * _U * (abs(g_n) + np.abs(g_c).sum(axis=1) + (c * (np.abs(lognu) + 1.0)[None, :]).sum(axis=1)
+                         + m + 1.0)
+    pi_up = np.exp(logpi + big_l) * (1.0 + 2.0 * _U) + 2.0**-1073
+    eps_s = (m + 8) * _U + 1.01 * input_rel
+    s0, s1 = c @ w0, c @ w1
+    dhat = c @ d
+    dd = np.abs(dhat) + (c @ e_d + (m + 2) * _U * (c @ np.abs(d))) * (1.0 + 1e-9)
+    num = pi_up * dd * dd * (1.0 + 8.0 * _U) / n
+    out: dict[str, float] = {}
+    for key, den, other in (("chi2", s1, s0), ("reverse-chi2", s0, s1)):
+        if key not in names:
+            continue
+        if np.any((den == 0) & (other > 0)):  # a multiset charged under one law and not the other
+            out[key] = math.inf
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(den > 0, num / (den * (1.0 - eps_s)), 0.0)
+        out[key] = math.fsum(terms) * (1.0 + 4.0 * _U)  # fsum is correctly rounded
+    if "hellinger" in names:
+        root = (np.sqrt(s0) + np.sqrt(s1)) ** 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(root > 0, 0.5 * num / (root * (1.0 - eps_s - 8.0 * _U)), 0.0)
+        out["hellinger"] = math.fsum(terms) * (1.0 + 4.0 * _U)
+    return out
