@@ -675,8 +675,8 @@ def side_channel_check(
     compared = ("exit code", "stdout", "public stderr", "file names", "release.json", "report.md", "report.html",
                 "figure bytes", "values on their grid") + (("run time",) if timing["compared"] else ())
     desc = (f"Two synthetic tables differing only in θ ({a!r} vs {b!r}; {how}) were each released "
-            f"{n_runs} time(s) from scratch, each as a fresh process{forked} (`distpriv release … --out DIR "
-            "--format json`); "
+            f"{n_runs} time(s) from scratch, each as a fresh process{forked} (`distpriv release … --out DIR"
+            " --format json`); "
             "the check fails if their public outputs — " + ", ".join(compared) + " — differ beyond the fields that "
             "may differ (" + ", ".join(f"`{m}`" for m in MAY_DIFFER) + ")"
             + (" and the fields declared data-dependent (reported, outside the guarantee)" if from_data else "")
