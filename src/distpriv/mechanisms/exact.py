@@ -178,6 +178,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
     acc = Accounting(gap)
     pe = pure_epsilon(g, inp.pairs, noise, target=eps * (1 + SLACK))
     claimed_delta = 0.0
+    theorem = mech.guarantee.theorem
     assumptions = [GAUSSIAN, MODEL_IS_TRUTH]
     if gap <= 1e-12:
         assumptions.insert(1, "Σ_θi = Σ_θj for every pair, so f_θi is a translation of f_θj (Chen & Ohrimenko Sec. 5.1)")
@@ -202,6 +203,9 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
         acc = Accounting(gap, topup_factor=tu.factor, delta_before_topup=tu.before.reported_delta, profile=tu.after)
         if tu.applied or tu.reduced:
             notes.append(tu.describe(target))
+        if tu.reduced:  # below the papers' scale: the theorem no longer covers the noise, the certified grid does
+            paper = theorem or "the papers' theorem"
+            theorem = f"certified 2-D Gauss ⊛ Laplace profile, at a scale below {paper}'s"
         notes.append(f"accounting: {tu.after.describe()}")
     else:
         tp = topup_pure(g, inp.pairs, noise, eps)
@@ -228,7 +232,8 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             notes.append(msg)
             notes.append(f"accounting: {prof.describe()}")
             acc = Accounting(gap, profile=prof)
-    mech.guarantee = replace(mech.guarantee, delta=claimed_delta, assumptions=tuple(assumptions), notes=tuple(notes))
+    mech.guarantee = replace(mech.guarantee, delta=claimed_delta, assumptions=tuple(assumptions), notes=tuple(notes),
+                             theorem=theorem)
     mech.set_accounting(acc)
     return mech
 
