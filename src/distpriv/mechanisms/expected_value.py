@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import AssumptionError, AssumptionWarning, InvalidTypeError
+from ..errors import AssumptionError, AssumptionWarning
+from ..formatting import check_flag
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, pair_stats
 from ..noise import NoiseLaw
@@ -58,9 +59,7 @@ def _tight_option(tight: object) -> bool:
     Gauss ⊛ Laplace grid and search the least scale, also below the papers' one (:func:`distpriv.accounting.topup.
     topup_laplace`); the builders record it in ``details["tight"]`` for the exact accounting (``tight=False``:
     the coupling bound only, the fast default)."""
-    if not isinstance(tight, (bool, np.bool_)):
-        raise InvalidTypeError(f"expected True or False, got {type(tight).__name__}", argument="tight")
-    return bool(tight)
+    return check_flag(tight, "tight")
 
 
 def expm_laplace(inp: Inputs, *, tight: bool = False) -> Mechanism:
