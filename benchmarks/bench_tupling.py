@@ -74,6 +74,16 @@ def main() -> dict:
     return report
 
 
+def _rare_dummy_case():
+    """Issue 25's |Y| = 276, k = 10 case with rare dummies (ν down to 1e-7), seed 0: (mechanism, λ0, λ1)."""
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(0, 0.11, size=(276, 2))
+    cost = local.euclidean_cost(pts[:228], pts)
+    nu = np.maximum(rng.dirichlet(np.ones(276) * 0.5), 1e-7)
+    big = local.Tupling(local.restricted_laplace(cost, 100.0, 0.02), k=10, dummy=nu / nu.sum())
+    return big, rng.dirichlet(np.ones(228) * 0.5), rng.dirichlet(np.ones(228) * 0.5)
+
+
 def nonuniform() -> dict:
     """Claims with non-uniform dummies against enumeration (issue 25's "Why" figures: δ 25×, KL ∞)."""
     import math
@@ -99,12 +109,7 @@ def nonuniform() -> dict:
                 infinite_kl += 1
             if 0 < exact < math.inf:
                 worst[name] = max(worst.get(name, 0.0), got / exact)
-    rng = np.random.default_rng(0)
-    pts = rng.uniform(0, 0.11, size=(276, 2))
-    cost = local.euclidean_cost(pts[:228], pts)
-    nu = np.maximum(rng.dirichlet(np.ones(276) * 0.5), 1e-7)
-    big = local.Tupling(local.restricted_laplace(cost, 100.0, 0.02), k=10, dummy=nu / nu.sum())
-    l0, l1 = rng.dirichlet(np.ones(228) * 0.5), rng.dirichlet(np.ones(228) * 0.5)
+    big, l0, l1 = _rare_dummy_case()
     t0 = time.perf_counter()
     kl = local.distp_divergence(big, l0, l1, "kl")
     t_kl = time.perf_counter() - t0
@@ -190,12 +195,7 @@ def beyond_enumeration() -> dict:
         below += int(got < ex3[n] * (1 - 1e-12))
         worst[n] = max(worst[n], got / float(ex3[n]))
     # |Y| = 276, k = 10, rare dummies: the claims that replace the base-channel cap
-    rng = np.random.default_rng(0)
-    pts = rng.uniform(0, 0.11, size=(276, 2))
-    cost = local.euclidean_cost(pts[:228], pts)
-    nu = np.maximum(rng.dirichlet(np.ones(276) * 0.5), 1e-7)
-    big = local.Tupling(local.restricted_laplace(cost, 100.0, 0.02), k=10, dummy=nu / nu.sum())
-    l0, l1 = rng.dirichlet(np.ones(228) * 0.5), rng.dirichlet(np.ones(228) * 0.5)
+    big, l0, l1 = _rare_dummy_case()
     a0, a1 = big.lift(l0), big.lift(l1)
     large = {}
     for n in ("chi2", "hellinger"):

@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pytest
 from test_local_tupling_fdiv import own_monte_carlo
+from test_local_tupling_laplace import rare_dummy_case
 from test_local_tupling_nonuniform import issue_case as nonuniform_case
 
 from distpriv import divergences as dv
@@ -79,13 +80,7 @@ def test_divergence_claims_exact(sweep, name: str) -> None:
 
 def test_kl_finite_beyond_enumeration() -> None:
     """|Y| = 276, k = 10, ν down to 1e-7: the grid alone gave KL = ∞; the claim is finite, below the base's KL."""
-    rng = np.random.default_rng(0)
-    pts = rng.uniform(0, 0.11, size=(276, 2))
-    cost = local.euclidean_cost(pts[:228], pts)
-    nu = np.maximum(rng.dirichlet(np.ones(276) * 0.5), 1e-7)
-    nu /= nu.sum()
-    t = local.Tupling(local.restricted_laplace(cost, 100.0, 0.02), k=10, dummy=nu)
-    l0, l1 = rng.dirichlet(np.ones(228) * 0.5), rng.dirichlet(np.ones(228) * 0.5)
+    t, l0, l1 = rare_dummy_case()
     a0, a1 = t.lift(l0), t.lift(l1)
     # the base's KL, written out (divergence paper Table I)
     base = max(float(np.sum(a0 * np.log(a0 / a1))), float(np.sum(a1 * np.log(a1 / a0))))
@@ -109,13 +104,7 @@ def test_chi2_and_hellinger_beyond_enumeration_far_below_the_old_cap() -> None:
     """The same |Y| = 276, k = 10 case: χ² and Hellinger were claimed as the base channel's divergences
     (0.610 and 0.0511, data processing); the certified quadrature gives 0.158 and 0.0172, agreeing with
     a Monte Carlo estimate of the tuple laws (5 standard errors, 60,000 tuples)."""
-    rng = np.random.default_rng(0)
-    pts = rng.uniform(0, 0.11, size=(276, 2))
-    cost = local.euclidean_cost(pts[:228], pts)
-    nu = np.maximum(rng.dirichlet(np.ones(276) * 0.5), 1e-7)
-    nu /= nu.sum()
-    t = local.Tupling(local.restricted_laplace(cost, 100.0, 0.02), k=10, dummy=nu)
-    l0, l1 = rng.dirichlet(np.ones(228) * 0.5), rng.dirichlet(np.ones(228) * 0.5)
+    t, l0, l1 = rare_dummy_case()
     a0, a1 = t.lift(l0), t.lift(l1)
     for name, ratio in (("chi2", 0.3), ("hellinger", 0.4)):
         cap = both(name, a0, a1)  # the claim before: the base channel's divergence
@@ -124,5 +113,5 @@ def test_chi2_and_hellinger_beyond_enumeration_far_below_the_old_cap() -> None:
         for x, y in ((a0, a1), (a1, a0)):  # the claim is the larger order; each order against Monte Carlo
             lo, hi = t.accountant.f_divergence_bounds(*((l0, l1) if x is a0 else (l1, l0)), name)
             assert hi - lo <= 1e-10 * hi and hi <= got
-            est, se = own_monte_carlo(x, y, nu, 10, 60_000, seed=2)[name]
+            est, se = own_monte_carlo(x, y, t.dummy, 10, 60_000, seed=2)[name]
             assert abs(est - hi) <= 5 * se, (name, est, se, hi)
