@@ -35,9 +35,10 @@ rows in about 2 CPU seconds (``benchmarks/bench_compare.py``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,35 @@ def run_compare(
     across runs (:mod:`.compare_cache`: keyed on the code and every input, so a hit is the very
     mechanism a fresh calibration gives; the CLI uses ``$XDG_CACHE_HOME/distpriv/compare``);
     ``None`` (the default) calibrates everything afresh. The rows do not depend on it.
+
+    The computation runs with one BLAS thread (:func:`_one_blas_thread`): its matrices are small, and
+    OpenBLAS's worker threads only spin (issue 25: an eighth of a fresh run's CPU time on a loaded machine).
     """
+    with _one_blas_thread():
+        return _run_compare(quick=quick, seed=seed, properties=properties, epsilons=epsilons, delta=delta,
+                            mechanisms=mechanisms, audit=audit, out=out, show_progress=show_progress, cache=cache)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Limit the BLAS libraries (numpy's and scipy's OpenBLAS) to one thread inside the block.
+
+    The comparison's linear algebra is on 5 × 5 matrices and vectors of at most ~10⁵ entries, which
+    OpenBLAS splits across threads that then spin-wait between calls; on a shared machine that waiting
+    is CPU time with no work done (measured: the L-BFGS fits of the audits' classifiers cost 2.4× as
+    much with two threads). One thread also fixes the summation order of the large dot products, so
+    the numbers do not depend on the machine's core count.
+    """
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, epsilons: Sequence[float], delta: float,
+                 mechanisms: Sequence[str] | None, audit: bool, out: str | Path | None, show_progress: bool,
+                 cache: str | Path | None) -> dict[str, Any]:
+    """:func:`run_compare`'s body (under one BLAS thread)."""
     from ..attacks import MetaClassifierAttack, likelihood_ratio_attack, sample_attack_data
     from ..auditing import audit as run_audit
     from . import compare_cache

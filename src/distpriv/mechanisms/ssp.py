@@ -151,9 +151,22 @@ class FiniteLoss:
     inf_mass: float = 0.0
 
     def loss_range(self, tail: float = pld.TAIL) -> tuple[float, float]:
+        """[lo, hi] holding all but <= ``tail`` of the P-mass: at most tail/2 of it is left out at either end.
+
+        The protocol's contract (:class:`distpriv.accounting.pld.LossCoordinate`): the grid ends there and
+        :meth:`discretise` rounds the atoms beyond hi to +∞ and those below lo up to lo (upper end) or drops
+        them (lower end), so both ends stay certified. Atoms of negligible mass far in the Gaussian tails (bins
+        out to ±:data:`Z_RANGE` standard deviations) no longer stretch the grid (issue 25: a fine-width
+        quantizer's PLD grid is a third shorter, its FFT half the size).
+        """
         if self.loss.size == 0:
             return 0.0, 0.0
-        return float(self.loss.min()), float(self.loss.max())
+        order = np.argsort(self.loss, kind="stable")
+        loss, mass = self.loss[order], self.mass[order]
+        cut = 0.5 * max(float(tail), 0.0)
+        lo = min(int(np.searchsorted(np.cumsum(mass), cut, side="right")), loss.size - 1)
+        hi = max(loss.size - 1 - int(np.searchsorted(np.cumsum(mass[::-1]), cut, side="right")), 0)
+        return float(loss[lo]), float(loss[max(hi, lo)])
 
     def spread(self) -> float:
         tot = float(self.mass.sum())
