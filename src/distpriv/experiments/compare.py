@@ -280,8 +280,10 @@ def figure(res: dict[str, Any], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
     props = list(res["settings"]["properties"])
+    eps_ticks = sorted({float(r["epsilon"]) for r in res["rows"] if r.get("epsilon") is not None})
     fig, axes = plt.subplots(2, len(props), figsize=(4.2 * len(props), 7), squeeze=False)
     labels = [lab for _, lab, _ in MECHANISMS]
     markers = "osD^v<>pPX*h"
@@ -298,6 +300,10 @@ def figure(res: dict[str, Any], path: str | Path) -> Path:
             axes[1, j].axhline(none[0]["meta_classifier_accuracy"], color="grey", ls="--", label="no defence")
         axes[0, j].set(xscale="log", yscale="log", title=f"{prop}: L2 error", xlabel="ε")
         axes[1, j].set(xscale="log", title=f"{prop}: attack accuracy", xlabel="ε", ylim=(0.4, 1.0))
+        for ax in axes[:, j]:  # ticks at the computed ε only (log-axis minor labels overlapped, and cost a second)
+            ax.xaxis.set_major_locator(FixedLocator(eps_ticks))
+            ax.xaxis.set_major_formatter(FixedFormatter([f"{e:g}" for e in eps_ticks]))
+            ax.xaxis.set_minor_locator(NullLocator())
     axes[0, -1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     out = Path(path)

@@ -304,14 +304,34 @@ def _direct_delta(coords: list[FiniteLoss], epsilon: float, floor: float = ATOM_
     return max(0.0, finite - err), min(1.0, finite + missing + err)
 
 
+def _order_delta(coords: list[FiniteLoss], epsilon: float, rtol: float, target: float | None,
+                 floor: float) -> tuple[float, float]:
+    """Certified [lower, upper] on δ(ε) of one order: direct enumeration when few outputs, else the PLD."""
+    direct = _direct_delta(coords, epsilon, floor)
+    if direct is not None:
+        return direct
+    br = pld.pld_bracket(coords, epsilon, rtol=rtol, target=target)
+    return br.lower, br.upper
+
+
+#: Relative tolerance of the decision-mode PLD that shows the second order of a full bracket cannot matter.
+DECIDE_RTOL = 1e-2
+
+
 def quantizer_delta(pb: PairBasis, width: float, epsilon: float, *, rtol: float = 1e-3,
                     target: float | None = None) -> tuple[float, float]:
     """Certified [lower, upper] on max over both orders of δ(ε) of the quantizer with bin width ``width``.
 
     Direct enumeration of the joint outputs when they are few (:func:`_direct_delta`), else the
     discretised PLD of :mod:`distpriv.accounting.pld`.
+
+    Full bracket (``target`` None): the order θ0 → θ1 is bracketed to ``rtol`` first, [l0, u0]; the other
+    order is then decided against l0 on a coarse grid (:data:`DECIDE_RTOL`, decision mode). When its
+    certified upper end is <= l0, its δ is below the first order's, so max(δ0, δ1) = δ0 ∈ [l0, u0] is the
+    answer without bracketing it to ``rtol`` (issue 25: the reverse order of a fine quantizer is often
+    orders of magnitude smaller, and its fine PLD cost as much as the first); else it is bracketed to
+    ``rtol`` too and the two brackets combined (max of the ends) as before.
     """
-    lo_w, up_w = 0.0, 0.0
     orders = [coordinate_losses(pb, width, reverse=rev) for rev in (False, True)]
     if any(c.loss.size == 0 and c.inf_mass >= 1.0 for coords in orders for c in coords):
         return 1.0, 1.0  # a fixed coordinate lands in different bins: the outputs are disjoint, δ = 1
@@ -322,15 +342,29 @@ def quantizer_delta(pb: PairBasis, width: float, epsilon: float, *, rtol: float 
                 one = _direct_delta([c], epsilon)
                 if one is not None and one[0] > target:
                     return one[0], 1.0
-    for coords in orders:
-        direct = _direct_delta(coords, epsilon, ATOM_FLOOR if target is None else max(ATOM_FLOOR, 1e-9 * target))
-        if direct is not None:
-            lo, up = direct
-        else:
-            br = pld.pld_bracket(coords, epsilon, rtol=rtol, target=target)
-            lo, up = br.lower, br.upper
-        lo_w, up_w = max(lo_w, lo), max(up_w, up)
-    return lo_w, up_w
+        lo_w, up_w = 0.0, 0.0
+        for coords in orders:
+            lo, up = _order_delta(coords, epsilon, rtol, target, max(ATOM_FLOOR, 1e-9 * target))
+            lo_w, up_w = max(lo_w, lo), max(up_w, up)
+        return lo_w, up_w
+    lo0, up0 = _order_delta(orders[0], epsilon, rtol, None, ATOM_FLOOR)
+    if lo0 > 0.0 and _order_delta(orders[1], epsilon, max(rtol, DECIDE_RTOL), lo0, ATOM_FLOOR)[1] <= lo0:
+        return lo0, up0
+    lo1, up1 = _order_delta(orders[1], epsilon, rtol, None, ATOM_FLOOR)
+    return max(lo0, lo1), max(up0, up1)
+
+
+def quantizer_tv(pb: PairBasis, width: float, *, rtol: float = 1e-3) -> tuple[float, float]:
+    """Certified [lower, upper] on the total variation distance of the quantizer's two output laws.
+
+    TV = Σ_y (P(y) − Q(y))_+ = δ(0) of either order (both laws are probability measures, so the two
+    orders' δ(0) are the same number): one order is bracketed, θ0 → θ1 (issue 25: the second order's
+    bracket, which :func:`quantizer_delta` at ε = 0 also computed, bounds the same value).
+    """
+    coords = coordinate_losses(pb, width)
+    if any(c.loss.size == 0 and c.inf_mass >= 1.0 for c in coords):
+        return 1.0, 1.0
+    return _order_delta(coords, 0.0, rtol, None, ATOM_FLOOR)
 
 
 # --------------------------------------------------------------------------- the mechanism
@@ -450,7 +484,7 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
             raise InvalidParameterError(
                 f"no bin width up to {WIDTH_GRID[-1]:g}× the pair's Mahalanobis distance meets (ε, δ) = "
                 f"({eps:g}, {target:g}) for the SSP quantizer", argument="epsilon")
-    tv_lo, tv_up = quantizer_delta(pb, chosen, 0.0)
+    tv_lo, tv_up = quantizer_tv(pb, chosen)
     claimed = min(1.0, up)
     notes = (
         f"exact accounting: the output law is finite (a product of 1-D bin masses in the pair's generalised "
