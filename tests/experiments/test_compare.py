@@ -148,3 +148,17 @@ def test_reproduction_out_folder_never_writes_through_a_link(tmp_path) -> None: 
     assert victim.read_text() == "user data"
     fresh = prepare_out(tmp_path / "new" / "sub")
     assert fresh is not None and fresh.is_dir()
+
+
+def test_compare_runs_under_one_blas_thread_and_restores_it() -> None:
+    """Issue 25: the comparison limits BLAS to one thread (spinning workers cost CPU) and gives the limit back."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    with compare._one_blas_thread():
+        inside = blas_threads()
+    assert inside and set(inside) == {1}
+    assert blas_threads() == before
