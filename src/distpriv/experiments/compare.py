@@ -25,12 +25,16 @@ the 1,000 samples per θ, whose plan it needs). Per row:
 * ``own_notion``: the peer's own privacy measure (SSP: attacker success Π under a uniform prior
   on the pair; Ding (L): the paper's δ; Kantorovich: the sensitivity Δ_K).
 
-Cost: a fresh full run is about 32 CPU seconds on a loaded machine (37 before issue 25's vectorised
-coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort thresholds; the
-verified Laplace top-ups of ExpM (L) and DirM (L), the SSP quantizer's profiles and the audits' classifiers
-take most of it); ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
+Cost: a fresh full run is about 17 CPU seconds on a loaded machine (32 before issue 25's "compare in
+seconds": the run now holds BLAS to one thread, :func:`_one_blas_thread`, whose spinning workers cost a
+quarter of it, and the SSP quantizer's certified PLDs are a third shorter and skip the dominated order;
+37 before the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's
+one-sort thresholds). What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~4.5 s), the
+audits' classifiers (~5 s with scikit-learn's import), the Kantorovich assignments (~1.5 s) and the
+imports. ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
 on disk (:mod:`.compare_cache`, keyed on the code and every input), so a repeated run gives the same
-rows in about 2 CPU seconds (``benchmarks/bench_compare.py``).
+rows in about 2 CPU seconds (``benchmarks/bench_compare.py``; ``--before REV`` times a fresh run of
+another commit in the same run and lists the numbers that moved).
 """
 
 from __future__ import annotations
