@@ -40,6 +40,7 @@ another commit in the same run and lists the numbers that moved).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -308,8 +309,12 @@ def figure(res: dict[str, Any], path: str | Path) -> Path:
             ax.xaxis.set_major_locator(ticker.FixedLocator(eps_ticks))
             ax.xaxis.set_major_formatter(ticker.FixedFormatter([f"{e:g}" for e in eps_ticks]))
             ax.xaxis.set_minor_locator(ticker.NullLocator())
-        axes[0, j].yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))  # plain numbers: no mathtext (a second of CPU)
-        axes[0, j].yaxis.set_minor_formatter(ticker.NullFormatter())
+        # plain numbers, no mathtext (which cost a second of CPU); minor ticks labelled only when the errors
+        # span less than one decade (else no tick would carry a label)
+        axes[0, j].yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        lo, hi = axes[0, j].get_ylim()
+        few = math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) < 1
+        axes[0, j].yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g") if few else ticker.NullFormatter())
     axes[0, -1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     out = Path(path)
