@@ -50,6 +50,8 @@ MAX_POINTS = 900
 #: Core of each noise coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
 CORE_SD = 4.0
 CORE_B = 6.0
+#: Half-width, in sd of each law, of the fine band laid around its mean where b_k exceeds the conditional sd (:func:`_axis`).
+BAND_SD = 3.0
 METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (second-order log-concave brackets)"
 
 
@@ -202,12 +204,29 @@ def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float,
     return np.interp(t, nodes, vals), err
 
 
+def _segment_edges(breaks: list[float], widths: list[float]) -> NDArray[np.float64]:
+    """Edges covering [breaks[0], breaks[-1]]: segment i = [breaks[i], breaks[i+1]] cut into equal cells of width
+    at most widths[i]."""
+    parts = [np.array([breaks[0]])]
+    for a, b, w in zip(breaks[:-1], breaks[1:], widths, strict=True):
+        if b > a:
+            n = max(int(math.ceil((b - a) / w)), 1)
+            parts.append(np.linspace(a, b, n + 1)[1:])
+    return np.concatenate(parts)
+
+
 def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArray[np.float64], k: int,
           kappa: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Cell centres and widths of noise coordinate k: width κ·max(b_k, σ_k) on the core (both laws' bulk),
     σ_k = min over the laws of 1/√(S⁻¹)_kk (the conditional sd: the interpolation bound of
     :func:`_interp_excess` is then <= κ²/8 per axis even where b_k is far below the Gaussian spread), then
-    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail."""
+    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail.
+
+    Where b_k > σ_k (much noise: small ε or small δ) the density's log bends from slope +1/b_k to −1/b_k across
+    each law's Gaussian bulk in u_k (the Laplace kink smoothed over ±sd_k): a cell of width κ b_k there would
+    leave an interpolation excess of order κ/2 (first order, issue 25's loose small-ε scales). These bands,
+    m_k ± BAND_SD sd_k for each law, are laid at width κ σ_k instead (the Hessian bound κ²/8 again).
+    """
     sds = [math.sqrt(float(s[k, k])) for s in ss]
     bk = float(b[k])
     cond = []
@@ -219,11 +238,38 @@ def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArr
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + LAPLACE_REACH * bk
     c_lo = min(float(m[k]) - CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) - CORE_B * bk
     c_hi = max(float(m[k]) + CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) + CORE_B * bk
-    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * unit))), 1), MAX_POINTS)
-    core = np.linspace(c_lo, c_hi, n + 1)
+    w0 = kappa * unit
+    fine = kappa * min(cond)
+    breaks, widths = [c_lo, c_hi], [w0]
+    if BAND_SD > 0 and 0 < fine < w0:
+        bands = sorted((max(c_lo, float(m[k]) - BAND_SD * sd), min(c_hi, float(m[k]) + BAND_SD * sd))
+                       for m, sd in zip(ms, sds, strict=True))
+        merged: list[list[float]] = []
+        for a, z in bands:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], z)
+            else:
+                merged.append([a, z])
+        breaks, widths = [c_lo], []
+        for a, z in merged:
+            breaks += [a, z]
+            widths += [w0, fine]
+        breaks.append(c_hi)
+        widths.append(w0)
+        # bounded work: coarsen the bands (never the core) when the axis would exceed MAX_POINTS
+        n_core = (c_hi - c_lo) / w0
+        n_band = sum(z - a for a, z in merged) / fine
+        if n_core + n_band > MAX_POINTS:
+            fine = min(w0, sum(z - a for a, z in merged) / max(MAX_POINTS - n_core, 1.0))
+            widths = [fine if i % 2 else w0 for i in range(len(widths))]
+    if (c_hi - c_lo) / w0 > MAX_POINTS:
+        w0 = (c_hi - c_lo) / MAX_POINTS
+        widths = [max(w, w0) if i % 2 == 0 else w for i, w in enumerate(widths)]
+    core = _segment_edges(breaks, widths)
     w0 = float(core[1] - core[0])
+    w_hi = float(core[-1] - core[-2])
     right = [c_hi]
-    w = w0
+    w = w_hi
     while right[-1] < hi:
         w *= 1.06
         right.append(min(right[-1] + w, hi))
