@@ -33,6 +33,9 @@ that can be 2–3× loose in scale, issue 25).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,7 +124,10 @@ def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArra
     sc = math.sqrt(max(float(s[1, 1]) - float(s[0, 1]) ** 2 / s11, 0.0))
     sd1 = math.sqrt(s11)
     lip = 1.0 / b[0] + abs(c) / b[1]
-    w = kappa / lip
+    # cells of width κ/max(λ, √C): the upper factor e^{λ²w²/8} and the lower e^{−C Var/2} are then both <= e^{κ²/8}
+    # (κ/λ alone, ~κ b, left the lower end first order, e^{−λ√Var}, where b is far above the Gaussian spread)
+    curv = (c * c / (sc * sc)) if sc > 0 else math.inf
+    w = kappa / max(lip, min(math.sqrt(curv), 1e300))
     n = min(int(math.ceil(2.0 * GAUSS_REACH * sd1 / w)), 3 * MAX_POINTS)
     z_edges = np.linspace(-GAUSS_REACH, GAUSS_REACH, n + 1)
     wts, zbar, zv = _restricted_moments(z_edges[:-1], z_edges[1:])
@@ -136,7 +142,6 @@ def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArra
     eg = np.exp(lg - gmax)
     lap = np.exp(-np.abs(u1[:, None] - xc[None, :]) / b[0]) / (2.0 * b[0])
     lw = lap * wts[None, :]
-    curv = (c * c / (sc * sc)) if sc > 0 else math.inf
 
     def shrink(var: NDArray[np.float64]) -> NDArray[np.float64]:
         """e^{−f}: E ln k >= ln k(x̄) − C Var/2 (curvature), or − λ E|X − x̄| >= − λ √Var (Lipschitz)."""
@@ -423,11 +428,31 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
     return True
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²).
+#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²); a calibration may
+#: narrow them for a phase of its search (:func:`resolution`).
 LADDER = (0.2, 0.1, 0.07)
-#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK; the bracket's width falls like κ²), so a
-#: ladder is abandoned only when even this fast decay cannot decide.
+#: Least decay of the grid's upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK; the
+#: bracket's width falls like κ²): after two grids the observed decay is used when faster. After one grid only a
+#: far larger decay (:data:`FIRST_SHRINK`) is assumed: near the pure regime (δ → 0 at a finite scale, small ε or
+#: δ) the upper end falls from 1e-2 to 1e-17 between κ = 0.2 and 0.07, and abandoning there (as the first round
+#: did with κ² alone) left the calibrated scale at the coupling bound's (issue 25, ε = 0.1, δ = 1e-4).
 SHRINK = 2.0
+FIRST_SHRINK = 6.0
+
+_LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_nd_ladder", default=LADDER)
+
+
+@contextmanager
+def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, :func:`pair_bracket` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
+    certified bracket: this changes only how tight, never whether a claim holds)."""
+    if not ladder or any(not 0 < k <= 1 for k in ladder):
+        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
+    token = _LADDER.set(tuple(ladder))
+    try:
+        yield
+    finally:
+        _LADDER.reset(token)
 
 #: Relative width of the bracket at which :func:`pair_bracket` stops refining.
 RTOL = 0.05
@@ -465,19 +490,27 @@ def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: Arra
     models are within 1.01× the least (benchmarks/bench_laplace_tight.py), and κ = 0.05 changed none of them.
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
-    grid is not expected to decide the target (or, without one, to beat ``beat``): the bracket's width falls
-    like κ² (second-order bounds), so the finest grid's upper end is predicted (optimistically) as
-    up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it only saves work where the grid
-    cannot help.
+    grid is not expected to decide the target (or, without one, to beat ``beat``): the finest grid's upper end
+    is predicted (optimistically) as up·(κ_min/κ)^r, r = :data:`FIRST_SHRINK` after one grid, else the larger
+    of :data:`SHRINK` and the decay observed between the last two grids. Stopping early leaves a valid,
+    looser bracket; it only saves work where the grid cannot help.
     """
-    lo, up, kap = 0.0, 1.0, LADDER[0]
+    ladder = _LADDER.get()
+    lo, up, kap = 0.0, 1.0, ladder[0]
     goal = min(target, beat) if target is not None else beat
-    for kap in LADDER:
+    prev: tuple[float, float] | None = None
+    for kap in ladder:
         lo, up = _cached_bracket(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
-        if up * (LADDER[-1] / kap) ** SHRINK > goal and lo <= goal:
+        rate = FIRST_SHRINK
+        if prev is not None and 0 < up < prev[1] and prev[0] > kap:
+            rate = max(SHRINK, math.log(prev[1] / up) / math.log(prev[0] / kap))
+        elif prev is not None:
+            rate = SHRINK
+        if up * (ladder[-1] / kap) ** rate > goal and lo <= goal:
             break
+        prev = (kap, up)
     return lo, up, kap
 
 
