@@ -252,7 +252,7 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
     if not (tight and grid_applies(model, ps, noise)):
         return _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=tight)
     with nd.resolution(COARSE):
-        first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True)
+        first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL)
     with nd.resolution(FINE):
         return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol)
 
@@ -261,6 +261,8 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
 #: grid (each grid ~0.02 s), then a short refinement below its scale on the fine ones.
 COARSE: tuple[float, ...] = (0.2,)
 FINE: tuple[float, ...] = (0.1, 0.07)
+#: Relative width at which the coarse phase's search stops (the refinement then works below its scale).
+COARSE_REL = 2e-2
 #: Refinement steps: first point k_c/REFINE_FIRST, then down by REFINE_STEP while it still certifies, then bisection.
 REFINE_FIRST = 1.03
 REFINE_STEP = 1.06
@@ -307,7 +309,7 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
 
 
 def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-                   delta: float, *, rtol: float, tight: bool) -> TopUp:
+                   delta: float, *, rtol: float, tight: bool, rel: float = 2e-3) -> TopUp:
     """:func:`topup_laplace` at the grid resolution in force (:func:`distpriv.accounting.laplace_nd.resolution`)."""
     cap = delta * (1.0 + SLACK)
     before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap, tight=tight)
@@ -319,7 +321,7 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
     if before.delta_upper <= cap:
         if not (tight and grid_applies(model, ps, noise)):
             return TopUp(noise, 1.0, 0.0, before, before, 1)
-        k, after, steps = _search(ok, DOWN_GUESS, 0.0, value=_upper, goal=delta, known=(1.0, before))
+        k, after, steps = _search(ok, DOWN_GUESS, 0.0, value=_upper, goal=delta, known=(1.0, before), rel=rel)
         if k >= 1.0:
             return TopUp(noise, 1.0, 0.0, before, before, steps + 1)
         final = noise.scaled(k)
@@ -340,7 +342,7 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
                                   f"proven δ stays {far.delta_upper:.3g})")
 
     guess = 1.25 if pure is None else pure.factor
-    k, after, steps = _search(ok, guess, 1.0, value=_upper, goal=delta, bad_value=_upper(before))
+    k, after, steps = _search(ok, guess, 1.0, value=_upper, goal=delta, bad_value=_upper(before), rel=rel)
     if pure is not None:
         steps += pure.steps
         if pure.factor < k:  # the δ bracket could not be decided at k_pure (its widening): the pure claim stands
