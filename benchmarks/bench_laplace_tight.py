@@ -100,7 +100,8 @@ def run(eps: float, delta: float, models: int) -> dict[str, object]:
                "tight_over_least": float(new.laplace_scale) / least, "papers_over_least": papers / least,
                "cpu_coupling_s": t1 - t0, "cpu_tight_s": t2 - t1}
         rows.append(row)
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) and k not in ("epsilon", "delta") else v)
+                          for k, v in row.items()}), flush=True)
     co = [float(r["coupling_over_least"]) for r in rows]
     ti = [float(r["tight_over_least"]) for r in rows]
     cpu = {k: float(np.median([r[k] for r in rows])) for k in ("cpu_coupling_s", "cpu_tight_s")}

@@ -431,13 +431,11 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
 #: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²); a calibration may
 #: narrow them for a phase of its search (:func:`resolution`).
 LADDER = (0.2, 0.1, 0.07)
-#: Least decay of the grid's upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK; the
-#: bracket's width falls like κ²): after two grids the observed decay is used when faster. After one grid only a
-#: far larger decay (:data:`FIRST_SHRINK`) is assumed: near the pure regime (δ → 0 at a finite scale, small ε or
-#: δ) the upper end falls from 1e-2 to 1e-17 between κ = 0.2 and 0.07, and abandoning there (as the first round
-#: did with κ² alone) left the calibrated scale at the coupling bound's (issue 25, ε = 0.1, δ = 1e-4).
-SHRINK = 2.0
-FIRST_SHRINK = 6.0
+#: Decay of the grid's upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
+#: optimistic: the bracket's width falls like κ², but near the pure regime (δ → 0 at a finite scale, small ε or δ)
+#: the upper end falls from 2e-3 to 6e-5 between κ = 0.2 and 0.07 (κ^3.3), or from 1e-2 to 1e-17; abandoning on κ²
+#: (the first round) left the calibrated scale at the coupling bound's (issue 25, ε = 0.1, δ = 1e-4).
+SHRINK = 6.0
 
 _LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_nd_ladder", default=LADDER)
 
@@ -491,26 +489,18 @@ def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: Arra
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
     grid is not expected to decide the target (or, without one, to beat ``beat``): the finest grid's upper end
-    is predicted (optimistically) as up·(κ_min/κ)^r, r = :data:`FIRST_SHRINK` after one grid, else the larger
-    of :data:`SHRINK` and the decay observed between the last two grids. Stopping early leaves a valid,
-    looser bracket; it only saves work where the grid cannot help.
+    is predicted (optimistically) as up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it
+    only saves work where the grid cannot help.
     """
     ladder = _LADDER.get()
     lo, up, kap = 0.0, 1.0, ladder[0]
     goal = min(target, beat) if target is not None else beat
-    prev: tuple[float, float] | None = None
     for kap in ladder:
         lo, up = _cached_bracket(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
-        rate = FIRST_SHRINK
-        if prev is not None and 0 < up < prev[1] and prev[0] > kap:
-            rate = max(SHRINK, math.log(prev[1] / up) / math.log(prev[0] / kap))
-        elif prev is not None:
-            rate = SHRINK
-        if up * (ladder[-1] / kap) ** rate > goal and lo <= goal:
+        if up * (ladder[-1] / kap) ** SHRINK > goal and lo <= goal:
             break
-        prev = (kap, up)
     return lo, up, kap
 
 
