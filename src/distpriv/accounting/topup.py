@@ -177,6 +177,10 @@ def _upper(p: Profile) -> float:
     return p.reported_delta
 
 
+#: Floor of the tight search's guide value, relative to the target (:func:`_topup_laplace`).
+GUIDE_FLOOR = 0.5
+
+
 def _pure(p: Profile) -> float:
     """The pure-ε search's guide value (every profile it builds records its pure ε)."""
     assert p.pure_epsilon is not None
@@ -252,22 +256,24 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
     if not (tight and grid_applies(model, ps, noise)):
         return _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=tight)
     with nd.resolution(COARSE):
-        first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL)
+        first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL,
+                               floor=GUIDE_FLOOR)
     with nd.resolution(FINE):
         return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol)
 
 
 #: Grid resolutions of the two phases of a tight calibration (:func:`topup_laplace`): the whole search on the coarse
-#: grid (each grid ~0.02 s), then a short refinement below its scale on the fine ones.
+#: grid (each grid ~0.02 s), then a short refinement below its scale on the fine one (~0.12 s; one grid gives both
+#: orders of a pair, so an intermediate κ = 0.1 would only add a grid per step near the least scale).
 COARSE: tuple[float, ...] = (0.2,)
-FINE: tuple[float, ...] = (0.1, 0.07)
+FINE: tuple[float, ...] = (0.07,)
 #: Relative width at which the coarse phase's search stops (the refinement then works below its scale).
-COARSE_REL = 2e-2
+COARSE_REL = 4e-2
 #: Refinement steps: first point k_c/REFINE_FIRST, then down by REFINE_STEP while it still certifies, then bisection.
-REFINE_FIRST = 1.03
+REFINE_FIRST = 1.04
 REFINE_STEP = 1.06
-#: Relative width at which the refinement stops (0.5 % of the scale).
-REFINE_REL = 5e-3
+#: Relative width at which the refinement stops (1 % of the scale).
+REFINE_REL = 1e-2
 
 
 def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
@@ -297,7 +303,8 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
     else:
         x = hi  # still certifying after 8 steps (×1.6): stop there
     if x < hi:
-        k, after, more = _search(ok, x, 0.0, value=_upper, goal=delta, rel=REFINE_REL, known=(hi, best))
+        k, after, more = _search(ok, x, 0.0, value=lambda p: max(_upper(p), GUIDE_FLOOR * delta), goal=delta,
+                                 rel=REFINE_REL, known=(hi, best))
         steps += more
     else:
         k, after = hi, best
@@ -309,7 +316,7 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
 
 
 def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-                   delta: float, *, rtol: float, tight: bool, rel: float = 2e-3) -> TopUp:
+                   delta: float, *, rtol: float, tight: bool, rel: float = 2e-3, floor: float = 0.0) -> TopUp:
     """:func:`topup_laplace` at the grid resolution in force (:func:`distpriv.accounting.laplace_nd.resolution`)."""
     cap = delta * (1.0 + SLACK)
     before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap, tight=tight)
@@ -318,10 +325,16 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
         p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta, tight=tight)
         return p.delta_upper <= delta, p
 
+    # With the grid, δ reaches ~0 (the 1e-17 of the window's tails) a few % above the least scale (a bounded
+    # privacy loss), and the search's log-linear interpolation would then keep proposing points next to the failing
+    # end: the tight search floors its guide value at floor · δ (GUIDE_FLOOR; only where the points are placed
+    # changes, not what is verified).
+    guide = (lambda p: max(_upper(p), floor * delta)) if floor > 0 else _upper
+
     if before.delta_upper <= cap:
         if not (tight and grid_applies(model, ps, noise)):
             return TopUp(noise, 1.0, 0.0, before, before, 1)
-        k, after, steps = _search(ok, DOWN_GUESS, 0.0, value=_upper, goal=delta, known=(1.0, before), rel=rel)
+        k, after, steps = _search(ok, DOWN_GUESS, 0.0, value=guide, goal=delta, known=(1.0, before), rel=rel)
         if k >= 1.0:
             return TopUp(noise, 1.0, 0.0, before, before, steps + 1)
         final = noise.scaled(k)
@@ -342,7 +355,7 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
                                   f"proven δ stays {far.delta_upper:.3g})")
 
     guess = 1.25 if pure is None else pure.factor
-    k, after, steps = _search(ok, guess, 1.0, value=_upper, goal=delta, bad_value=_upper(before), rel=rel)
+    k, after, steps = _search(ok, guess, 1.0, value=guide, goal=delta, bad_value=guide(before), rel=rel)
     if pure is not None:
         steps += pure.steps
         if pure.factor < k:  # the δ bracket could not be decided at k_pure (its widening): the pure claim stands
