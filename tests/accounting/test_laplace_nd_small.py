@@ -103,3 +103,31 @@ def test_resolution_narrows_the_ladder_within_its_block_only():
     with pytest.raises(ValueError, match="grid resolutions"):
         with nd.resolution(()):
             pass
+
+
+def test_dirm_laplace_two_pairs_at_small_epsilon():
+    """DirM (L) with two pairs in 2-D (full noise basis, covariances unequal) at ε = 0.1, δ = 1e-4: the default
+    (coupling bound) scale is 33.39 and was unchanged by ``tight=True`` before; now 17.06, certified for both pairs
+    by the oracle and within 1.03× the least (oracle δ of pair (0, 1) at scale/1.03: 3.3e-4 > 1e-4)."""
+    rng = np.random.default_rng(5)
+    base = np.array([[1.0, 0.3], [0.3, 0.7]])
+    covs, means = {}, {}
+    for t in range(3):
+        c = rng.normal(size=(2, 2))
+        covs[t], means[t] = base + 0.3 * c @ c.T, rng.normal(size=2)
+    model = dp.GaussianModel(means=means, covariances=covs)
+    pairs = [(0, 1), (1, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mech = dp.calibrate("dirm-laplace", model, pairs, epsilon=0.1, delta=1e-4, tight=True)
+    assert mech.accounting is not None and mech.accounting.profile is not None
+    assert mech.accounting.profile.delta_upper <= 1e-4
+    assert mech.laplace_scale < 33.39 / 1.9
+    law = po.noise_law(mech)
+    for a, b in pairs:
+        o = po.output_delta(model.mean(a), model.covariance(a), model.mean(b), model.covariance(b), law, 0.1)
+        assert not o.violates(1e-4)
+        assert mech.accounting.profile.delta_upper >= o.delta - o.tol
+    small = po.NoiseLaw("laplace", law.covariance / 1.1 ** 2, law.basis, law.scales / 1.1)
+    o = po.output_delta(model.mean(0), model.covariance(0), model.mean(1), model.covariance(1), small, 0.1)
+    assert o.delta - o.tol > 1e-4

@@ -26,6 +26,13 @@ round left the calibrated scale up to 1.17× the least; these leave it within 1.
   where ℓ⁻ >= ε, 0 where ℓ⁺ <= ε, at most P⁺(C)(1 − e^{ε−ℓ⁺}) where the level set crosses the cell;
   plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a union bound).
 
+Where the Laplace scale is far above the Gaussian spread (small ε or small δ, issue 25) the log-density bends from
+slope +1/b to −1/b across each law's Gaussian bulk: the u-grid lays fine bands (cells of κ × the conditional sd)
+around each mean (:func:`_axis`), and the x-quadrature's cells are κ/max(λ, √C) wide, so every bound above stays
+second order there too. Near that regime δ falls to 0 at a finite scale (the privacy loss is bounded), so the
+grid must resolve the loss to a fraction of ε; with both, the calibrated scales at (ε, δ) = (0.1, 1e-4) and
+(1, 1e-6) are within 1.03× the least (benchmarks/bench_laplace_tight.py).
+
 This is the numerical counterpart of the coupling bound of :mod:`distpriv.accounting.laplace` (a bound
 that can be 2–3× loose in scale, issue 25).
 """
@@ -510,8 +517,8 @@ def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: Arra
     """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (κ = 0.2 → 0.1 → 0.07; cells
     grow ~κ⁻²) until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ
     gives a certified bracket, so stopping at a coarse one is exact). A calibration's search steps far from
-    the least scale are decided on the coarse grids; at κ = 0.07 the calibrated scales of the auditor's
-    models are within 1.01× the least (benchmarks/bench_laplace_tight.py), and κ = 0.05 changed none of them.
+    the least scale are decided on the coarse grids (:func:`distpriv.accounting.topup.topup_laplace` runs its
+    search on κ = 0.2 alone, then refines on κ = 0.07 alone, through :func:`resolution`).
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
     grid is not expected to decide the target (or, without one, to beat ``beat``): the finest grid's upper end
