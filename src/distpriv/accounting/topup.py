@@ -181,6 +181,12 @@ def _upper(p: Profile) -> float:
 GUIDE_FLOOR = 0.5
 
 
+def _bisect_guide(p: Profile, delta: float, floor: float) -> float:
+    """Guide value of the tight search (:func:`_topup_laplace`): inf above ``delta`` (no interpolation: bisection),
+    at least ``floor`` · ``delta`` below it (never taken as close enough to stop before the bracket is narrow)."""
+    return max(_upper(p), floor * delta) if _upper(p) <= delta else math.inf
+
+
 def _pure(p: Profile) -> float:
     """The pure-ε search's guide value (every profile it builds records its pure ε)."""
     assert p.pure_epsilon is not None
@@ -271,9 +277,9 @@ FINE: tuple[float, ...] = (0.07,)
 COARSE_REL = 4e-2
 #: Refinement steps: first point k_c/REFINE_FIRST, then down by REFINE_STEP while it still certifies, then bisection.
 REFINE_FIRST = 1.04
-REFINE_STEP = 1.06
-#: Relative width at which the refinement stops (1 % of the scale).
-REFINE_REL = 1e-2
+REFINE_STEP = 1.04
+#: Relative width at which the refinement stops (2 % of the scale; the goal is 1.1×).
+REFINE_REL = 2e-2
 
 
 def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
@@ -303,7 +309,7 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
     else:
         x = hi  # still certifying after 8 steps (×1.6): stop there
     if x < hi:
-        k, after, more = _search(ok, x, 0.0, value=lambda p: max(_upper(p), GUIDE_FLOOR * delta), goal=delta,
+        k, after, more = _search(ok, x, 0.0, value=lambda p: _bisect_guide(p, delta, GUIDE_FLOOR), goal=delta,
                                  rel=REFINE_REL, known=(hi, best))
         steps += more
     else:
@@ -325,11 +331,11 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
         p = proven_delta(model, ps, noise.scaled(k), epsilon, rtol=rtol, target=delta, tight=tight)
         return p.delta_upper <= delta, p
 
-    # With the grid, δ reaches ~0 (the 1e-17 of the window's tails) a few % above the least scale (a bounded
-    # privacy loss), and the search's log-linear interpolation would then keep proposing points next to the failing
-    # end: the tight search floors its guide value at floor · δ (GUIDE_FLOOR; only where the points are placed
-    # changes, not what is verified).
-    guide = (lambda p: max(_upper(p), floor * delta)) if floor > 0 else _upper
+    # With the grid, δ falls from above the target to ~0 (the 1e-17 of the window's tails) within a few % of the
+    # scale (a bounded privacy loss), so the search's log-linear interpolation only creeps from one end (δ = 1e-6:
+    # 20 steps of 2 %): the tight search bisects instead (``floor`` > 0: its guide value is inf at failing points,
+    # which turns interpolation off, and floor · δ at verified ones, so it runs until the bracket is narrow).
+    guide = (lambda p: _bisect_guide(p, delta, floor)) if floor > 0 else _upper
 
     if before.delta_upper <= cap:
         if not (tight and grid_applies(model, ps, noise)):
