@@ -39,7 +39,8 @@ def test_small_epsilon_and_delta_within_1_1_of_the_least(epsilon, delta, seed):
     decreases in the scale, so the scale is below 1.1× the least), and the δ the library claims is >= the oracle's.
 
     Before (scale / oracle least): (0.1, 1e-4) seed 2: 20.74 / 9.91 (2.09×, the coupling bound's scale); seed 3:
-    55.70 / 47.53 (1.17×); (1, 1e-6) seed 3: 5.372 / 4.823 (1.11×). After: 10.11 (1.02×), 48.18 (1.014×), ≤ 1.03×.
+    55.70 / 47.53 (1.17×); (1, 1e-6) seed 3: 5.372 / 4.823 (1.11×). After: 10.10 (1.019×), 49.01 (1.031×), 4.846
+    (1.005×).
     """
     model = unequal_model(seed)
     with warnings.catch_warnings():
