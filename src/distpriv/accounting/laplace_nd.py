@@ -26,6 +26,13 @@ round left the calibrated scale up to 1.17× the least; these leave it within 1.
   where ℓ⁻ >= ε, 0 where ℓ⁺ <= ε, at most P⁺(C)(1 − e^{ε−ℓ⁺}) where the level set crosses the cell;
   plus (upper end) the P-mass outside the u-window (Gaussian and Laplace tails by a union bound).
 
+Where the Laplace scale is far above the Gaussian spread (small ε or small δ, issue 25) the log-density bends from
+slope +1/b to −1/b across each law's Gaussian bulk: the u-grid lays fine bands (cells of κ × the conditional sd)
+around each mean (:func:`_axis`), and the x-quadrature's cells are κ/max(λ, √C) wide, so every bound above stays
+second order there too. Near that regime δ falls to 0 at a finite scale (the privacy loss is bounded), so the
+grid must resolve the loss to a fraction of ε; with both, the calibrated scales at (ε, δ) = (0.1, 1e-4) and
+(1, 1e-6) are within 1.03× the least (benchmarks/bench_laplace_tight.py).
+
 This is the numerical counterpart of the coupling bound of :mod:`distpriv.accounting.laplace` (a bound
 that can be 2–3× loose in scale, issue 25).
 """
@@ -33,6 +40,9 @@ that can be 2–3× loose in scale, issue 25).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +60,8 @@ MAX_POINTS = 900
 #: Core of each noise coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
 CORE_SD = 4.0
 CORE_B = 6.0
+#: Half-width, in sd of each law, of the fine band laid around its mean where b_k exceeds the conditional sd (:func:`_axis`).
+BAND_SD = 3.0
 METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (second-order log-concave brackets)"
 
 
@@ -119,7 +131,10 @@ def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArra
     sc = math.sqrt(max(float(s[1, 1]) - float(s[0, 1]) ** 2 / s11, 0.0))
     sd1 = math.sqrt(s11)
     lip = 1.0 / b[0] + abs(c) / b[1]
-    w = kappa / lip
+    # cells of width κ/max(λ, √C): the upper factor e^{λ²w²/8} and the lower e^{−C Var/2} are then both <= e^{κ²/8}
+    # (κ/λ alone, ~κ b, left the lower end first order, e^{−λ√Var}, where b is far above the Gaussian spread)
+    curv = (c * c / (sc * sc)) if sc > 0 else math.inf
+    w = kappa / max(lip, min(math.sqrt(curv), 1e300))
     n = min(int(math.ceil(2.0 * GAUSS_REACH * sd1 / w)), 3 * MAX_POINTS)
     z_edges = np.linspace(-GAUSS_REACH, GAUSS_REACH, n + 1)
     wts, zbar, zv = _restricted_moments(z_edges[:-1], z_edges[1:])
@@ -134,7 +149,6 @@ def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArra
     eg = np.exp(lg - gmax)
     lap = np.exp(-np.abs(u1[:, None] - xc[None, :]) / b[0]) / (2.0 * b[0])
     lw = lap * wts[None, :]
-    curv = (c * c / (sc * sc)) if sc > 0 else math.inf
 
     def shrink(var: NDArray[np.float64]) -> NDArray[np.float64]:
         """e^{−f}: E ln k >= ln k(x̄) − C Var/2 (curvature), or − λ E|X − x̄| >= − λ √Var (Lipschitz)."""
@@ -171,6 +185,10 @@ def _density_bracket(u1: NDArray[np.float64], u2: NDArray[np.float64], m: NDArra
     return lo, hi
 
 
+#: Mass bound below which a cell keeps the global interpolation excess (:func:`delta_bracket_2d`).
+NEGLIGIBLE = 1e-22
+
+
 #: Table nodes of ln g per unit of κ-resolution (:func:`_concave_table`): the chord error is at most κ/TABLE_FINE.
 TABLE_FINE = 20.0
 #: Most nodes of one ln g table (bounded memory; a coarser table only widens the certified bracket).
@@ -202,12 +220,29 @@ def _concave_table(t: NDArray[np.float64], s: float, b: float, kappa: float,
     return np.interp(t, nodes, vals), err
 
 
+def _segment_edges(breaks: list[float], widths: list[float]) -> NDArray[np.float64]:
+    """Edges covering [breaks[0], breaks[-1]]: segment i = [breaks[i], breaks[i+1]] cut into equal cells of width
+    at most widths[i]."""
+    parts = [np.array([breaks[0]])]
+    for a, b, w in zip(breaks[:-1], breaks[1:], widths, strict=True):
+        if b > a:
+            n = max(int(math.ceil((b - a) / w)), 1)
+            parts.append(np.linspace(a, b, n + 1)[1:])
+    return np.concatenate(parts)
+
+
 def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArray[np.float64], k: int,
           kappa: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Cell centres and widths of noise coordinate k: width κ·max(b_k, σ_k) on the core (both laws' bulk),
     σ_k = min over the laws of 1/√(S⁻¹)_kk (the conditional sd: the interpolation bound of
     :func:`_interp_excess` is then <= κ²/8 per axis even where b_k is far below the Gaussian spread), then
-    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail."""
+    widths growing geometrically (×1.06) out to the window, which holds all but a certified tail.
+
+    Where b_k > σ_k (much noise: small ε or small δ) the density's log bends from slope +1/b_k to −1/b_k across
+    each law's Gaussian bulk in u_k (the Laplace kink smoothed over ±sd_k): a cell of width κ b_k there would
+    leave an interpolation excess of order κ/2 (first order, issue 25's loose small-ε scales). These bands,
+    m_k ± BAND_SD sd_k for each law, are laid at width κ σ_k instead (the Hessian bound κ²/8 again).
+    """
     sds = [math.sqrt(float(s[k, k])) for s in ss]
     bk = float(b[k])
     cond = []
@@ -219,11 +254,38 @@ def _axis(ms: list[NDArray[np.float64]], ss: list[NDArray[np.float64]], b: NDArr
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + LAPLACE_REACH * bk
     c_lo = min(float(m[k]) - CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) - CORE_B * bk
     c_hi = max(float(m[k]) + CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) + CORE_B * bk
-    n = min(max(int(math.ceil((c_hi - c_lo) / (kappa * unit))), 1), MAX_POINTS)
-    core = np.linspace(c_lo, c_hi, n + 1)
+    w0 = kappa * unit
+    fine = kappa * min(cond)
+    breaks, widths = [c_lo, c_hi], [w0]
+    if BAND_SD > 0 and 0 < fine < w0:
+        bands = sorted((max(c_lo, float(m[k]) - BAND_SD * sd), min(c_hi, float(m[k]) + BAND_SD * sd))
+                       for m, sd in zip(ms, sds, strict=True))
+        merged: list[list[float]] = []
+        for a, z in bands:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], z)
+            else:
+                merged.append([a, z])
+        breaks, widths = [c_lo], []
+        for a, z in merged:
+            breaks += [a, z]
+            widths += [w0, fine]
+        breaks.append(c_hi)
+        widths.append(w0)
+        # bounded work: coarsen the bands (never the core) when the axis would exceed MAX_POINTS
+        n_core = (c_hi - c_lo) / w0
+        n_band = sum(z - a for a, z in merged) / fine
+        if n_core + n_band > MAX_POINTS:
+            fine = min(w0, sum(z - a for a, z in merged) / max(MAX_POINTS - n_core, 1.0))
+            widths = [fine if i % 2 else w0 for i in range(len(widths))]
+    if (c_hi - c_lo) / w0 > MAX_POINTS:
+        w0 = (c_hi - c_lo) / MAX_POINTS
+        widths = [max(w, w0) if i % 2 == 0 else w for i, w in enumerate(widths)]
+    core = _segment_edges(breaks, widths)
     w0 = float(core[1] - core[0])
+    w_hi = float(core[-1] - core[-2])
     right = [c_hi]
-    w = w0
+    w = w_hi
     while right[-1] < hi:
         w *= 1.06
         right.append(min(right[-1] + w, hi))
@@ -268,7 +330,8 @@ def _interp_excess(s: NDArray[np.float64], b: NDArray[np.float64], w1: NDArray[n
 
 
 def _secant_excess(lo: NDArray[np.float64], hi: NDArray[np.float64], w1: NDArray[np.float64],
-                   w2: NDArray[np.float64]) -> NDArray[np.float64]:
+                   w2: NDArray[np.float64],
+                   cells: tuple[NDArray[np.intp], NDArray[np.intp]] | None = None) -> NDArray[np.float64]:
     """Per cell, e with f <= I(hi) + e on the cell, from the node brackets lo <= f <= hi of a concave f alone.
 
     For a corner v of the cell and the directions σ_k pointing into it, every supergradient g of f at v has
@@ -276,29 +339,34 @@ def _secant_excess(lo: NDArray[np.float64], hi: NDArray[np.float64], w1: NDArray
     the axis, the neighbour node behind v), so f(u) <= T_v(u) := hi(v) + Σ_k ĝ_k |u_k − v_k| on the cell.
     T_v − I(hi) is bilinear, so its maximum over the cell is at a corner: e = min_v max_corners(T_v − hi).
     Second order in the cell size where f is smooth, and local (the actual curvature, not a global bound);
-    +inf on the border cells (no node behind) and where a bracket is not finite.
+    +inf on the border cells (no node behind) and where a bracket is not finite. ``cells``: (rows, columns) of
+    the cells wanted (a 1-D result in that order; default every cell, shape (n₁, n₂)).
     """
     n1, n2 = lo.shape[0] - 1, lo.shape[1] - 1
+    if cells is None:
+        ii, jj = (a.ravel() for a in np.indices((n1, n2)))
+    else:
+        ii, jj = cells
     pad_lo = np.full((n1 + 3, n2 + 3), -np.inf)
     pad_lo[1:-1, 1:-1] = lo
-    inf1, inf2 = np.array([np.inf]), np.array([np.inf])
+    inf1 = np.array([np.inf])
     # ratio of the cell width to the width behind corner v (0 where there is no node behind: then g·0 = nan, dropped)
-    r1 = {0: w1 / np.concatenate([inf1, w1[:-1]]), 1: w1 / np.concatenate([w1[1:], inf1])}
-    r2 = {0: w2 / np.concatenate([inf2, w2[:-1]]), 1: w2 / np.concatenate([w2[1:], inf2])}
-    corner = {(di, dj): hi[di:di + n1, dj:dj + n2] for di in (0, 1) for dj in (0, 1)}
-    best = np.full((n1, n2), np.inf)
+    r1 = {0: (w1 / np.concatenate([inf1, w1[:-1]]))[ii], 1: (w1 / np.concatenate([w1[1:], inf1]))[ii]}
+    r2 = {0: (w2 / np.concatenate([inf1, w2[:-1]]))[jj], 1: (w2 / np.concatenate([w2[1:], inf1]))[jj]}
+    corner = {(di, dj): hi[ii + di, jj + dj] for di in (0, 1) for dj in (0, 1)}
+    best = np.full(ii.shape, np.inf)
     with np.errstate(invalid="ignore", over="ignore"):
         for (di, dj), hv in corner.items():
             s1, s2 = 1 - 2 * di, 1 - 2 * dj  # directions into the cell
-            back1 = pad_lo[1 + di - s1:1 + di - s1 + n1, 1 + dj:1 + dj + n2]
-            back2 = pad_lo[1 + di:1 + di + n1, 1 + dj - s2:1 + dj - s2 + n2]
-            a1 = (hv - back1) * r1[di][:, None]  # ĝ₁ w₁
-            a2 = (hv - back2) * r2[dj][None, :]
+            back1 = pad_lo[1 + di - s1 + ii, 1 + dj + jj]
+            back2 = pad_lo[1 + di + ii, 1 + dj - s2 + jj]
+            a1 = (hv - back1) * r1[di]  # ĝ₁ w₁
+            a2 = (hv - back2) * r2[dj]
             t1 = hv + a1
             worst = np.maximum(np.maximum(t1 - corner[(1 - di, dj)], hv + a2 - corner[(di, 1 - dj)]),
                                t1 + a2 - corner[(1 - di, 1 - dj)])
             best = np.fmin(best, np.maximum(worst, 0.0))
-    return best
+    return best if cells is not None else best.reshape(n1, n2)
 
 
 def delta_bracket_2d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
@@ -334,14 +402,30 @@ def delta_bracket_2d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
         widths.append(wk)
     r = widths[0][:, None] / (2.0 * float(b[0])) + widths[1][None, :] / (2.0 * float(b[1]))
     vol = widths[0][:, None] * widths[1][None, :]
-    laws = []
+    logs = []
     for m, s in zip(ms, ss, strict=True):
         lo, hi = _density_bracket(nodes[0], nodes[1], m, s, b, kappa)
         with np.errstate(divide="ignore"):
-            llo, lhi = np.log(lo), np.log(hi)
-        e = np.minimum(_interp_excess(s, b, widths[0], widths[1]), _secant_excess(llo, lhi, widths[0], widths[1]))
+            logs.append((np.log(lo), np.log(hi), hi, _interp_excess(s, b, widths[0], widths[1])))
+    # The local secant bound (the costliest) only matters on the cells where the global bound e₀ leaves the loss
+    # possibly above ε: for law X, l⁺ of (X against Y) with e₀ > ε, or min_corners(ln y_lo − ln x_hi) > ε (l⁻ of Y
+    # against X). Elsewhere those cells contribute 0 with either excess, so e = e₀ there changes no sum; nor is it
+    # refined on cells whose mass bound with e₀ is below NEGLIGIBLE (e₀ is valid there, only looser: at most
+    # NEGLIGIBLE per cell, ~1e-17 in all).
+    laws = []
+    for x in (0, 1):
+        (llo, lhi, hi, e), olo = logs[x], logs[1 - x][0]
+        with np.errstate(invalid="ignore"):
+            need = (_max4(lhi - olo) + e > epsilon) | (_min4(olo - lhi) > epsilon)
         with np.errstate(over="ignore"):
-            m_hi = vol * np.exp(e) * _mean4(hi) * (1.0 + 1e-12)
+            mean_hi = _mean4(hi)
+            need &= vol * np.exp(e) * mean_hi > NEGLIGIBLE
+        rows, cols = np.nonzero(need)
+        if rows.size:
+            e = e.copy()
+            e[rows, cols] = np.minimum(e[rows, cols], _secant_excess(llo, lhi, widths[0], widths[1], (rows, cols)))
+        with np.errstate(over="ignore"):
+            m_hi = vol * np.exp(e) * mean_hi * (1.0 + 1e-12)
         m_lo = vol * np.exp(_mean4(llo)) * (1.0 - 1e-12)
         laws.append((llo, lhi, e, m_lo, m_hi))
     # P-mass outside the window: per coordinate, Gaussian beyond GAUSS_REACH sd or Laplace beyond the rest
@@ -377,11 +461,29 @@ def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLik
     return True
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²).
+#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻²); a calibration may
+#: narrow them for a phase of its search (:func:`resolution`).
 LADDER = (0.2, 0.1, 0.07)
-#: Optimistic decay of the grid's upper end with κ (upper ∝ κ^SHRINK; the bracket's width falls like κ²), so a
-#: ladder is abandoned only when even this fast decay cannot decide.
-SHRINK = 2.0
+#: Decay of the grid's upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
+#: optimistic: the bracket's width falls like κ², but near the pure regime (δ → 0 at a finite scale, small ε or δ)
+#: the upper end falls from 2e-3 to 6e-5 between κ = 0.2 and 0.07 (κ^3.3), or from 1e-2 to 1e-17; abandoning on κ²
+#: (the first round) left the calibrated scale at the coupling bound's (issue 25, ε = 0.1, δ = 1e-4).
+SHRINK = 6.0
+
+_LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_nd_ladder", default=LADDER)
+
+
+@contextmanager
+def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, :func:`pair_bracket` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
+    certified bracket: this changes only how tight, never whether a claim holds)."""
+    if not ladder or any(not 0 < k <= 1 for k in ladder):
+        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
+    token = _LADDER.set(tuple(ladder))
+    try:
+        yield
+    finally:
+        _LADDER.reset(token)
 
 #: Relative width of the bracket at which :func:`pair_bracket` stops refining.
 RTOL = 0.05
@@ -415,22 +517,22 @@ def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: Arra
     """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (κ = 0.2 → 0.1 → 0.07; cells
     grow ~κ⁻²) until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ
     gives a certified bracket, so stopping at a coarse one is exact). A calibration's search steps far from
-    the least scale are decided on the coarse grids; at κ = 0.07 the calibrated scales of the auditor's
-    models are within 1.01× the least (benchmarks/bench_laplace_tight.py), and κ = 0.05 changed none of them.
+    the least scale are decided on the coarse grids (:func:`distpriv.accounting.topup.topup_laplace` runs its
+    search on κ = 0.2 alone, then refines on κ = 0.07 alone, through :func:`resolution`).
 
     ``beat``: the bound already proven (the coupling bound). The ladder is abandoned when even the finest
-    grid is not expected to decide the target (or, without one, to beat ``beat``): the bracket's width falls
-    like κ² (second-order bounds), so the finest grid's upper end is predicted (optimistically) as
-    up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it only saves work where the grid
-    cannot help.
+    grid is not expected to decide the target (or, without one, to beat ``beat``): the finest grid's upper end
+    is predicted (optimistically) as up·(κ_min/κ)^SHRINK. Stopping early leaves a valid, looser bracket; it
+    only saves work where the grid cannot help.
     """
-    lo, up, kap = 0.0, 1.0, LADDER[0]
+    ladder = _LADDER.get()
+    lo, up, kap = 0.0, 1.0, ladder[0]
     goal = min(target, beat) if target is not None else beat
-    for kap in LADDER:
+    for kap in ladder:
         lo, up = _cached_bracket(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
-        if up * (LADDER[-1] / kap) ** SHRINK > goal and lo <= goal:
+        if up * (ladder[-1] / kap) ** SHRINK > goal and lo <= goal:
             break
     return lo, up, kap
 
