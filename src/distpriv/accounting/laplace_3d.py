@@ -21,8 +21,7 @@ Every number is a certified bound:
 * the integrands of steps 2 and 3 are log-concave along the integrated axis with (ln f)'' >= −(S⁻¹)_kk
   (f₁ is N(m, S) convolved with a law; f₂ is a marginal of f₁ against a log-concave kernel that does not depend
   on x₂: (ln ∫ K e^{V})'' = E[V''] + Var[V'] >= −(S⁻¹)_kk), so between nodes of the x-grid, with node brackets
-  lo <= f <= hi, chord(ln lo) <= ln f <= chord(ln hi) + e, e the least of the curvature bound (S⁻¹)_kk w²/8 and a
-  secant bound from the neighbouring nodes (:func:`_chord_excess`);
+  lo <= f <= hi, chord(ln lo) <= ln f <= chord(ln hi) + e, e the curvature bound (S⁻¹)_kk w²/8 (:func:`_chord_excess`);
 * these piecewise-exponential brackets are integrated against the Laplace kernel exactly (monotone: a positive
   kernel preserves the order), by a two-sided exponential recursion (:func:`_laplace_conv`); the output nodes are
   x-grid edges, so no cell straddles the kink;
@@ -178,34 +177,11 @@ def _gl_table(span: tuple[float, float], s: float, b: float, kappa: float) -> tu
     return nodes, vals, err
 
 
-def _chord_excess(llo: Array, lhi: Array, w: Array, curv: float) -> Array:
-    """Per x-cell along axis 0, e >= 0 with ln f <= chord(ln hi) + e on the cell, for f concave in log along the axis
-    with (ln f)'' >= −curv and node brackets llo <= ln f <= lhi.
-
-    Curvature: e = curv w²/8. Secant: for x right of node j, ln f(x) <= ln f(x_j) + ĝ_L (x − x_j) with
-    ĝ_L = (lhi_j − llo_{j−1})/w_{j−1} (the slope of the chord behind bounds every supergradient), and from the right
-    end likewise; the excess of min(T_L, T_R) over the chord is at most a r/(a + r), a and r the excesses of T_L and
-    T_R at the far ends. +inf where no neighbour exists or a bracket is not finite.
-    """
-    n = w.shape[0]
-    shape = (1,) * (llo.ndim - 1)
-    wc = w.reshape((n, *shape))
-    hess = curv * wc ** 2 / 8.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        a = np.full(lhi[:-1].shape, np.inf)
-        r = np.full(lhi[:-1].shape, np.inf)
-        if n > 1:
-            # left corner of cell j (j >= 1): T_L(x_{j+1}) − hi_{j+1} = hi_j + ĝ_L w_j − hi_{j+1}
-            gl_ = (lhi[1:-1] - llo[:-2]) / w[:-1].reshape((n - 1, *shape))
-            a[1:] = lhi[1:-1] + gl_ * wc[1:] - lhi[2:]
-            # right corner of cell j (j <= n − 2): T_R(x_j) − hi_j = hi_{j+1} + ĝ_R w_j − hi_j
-            gr = (lhi[1:-1] - llo[2:]) / w[1:].reshape((n - 1, *shape))
-            r[:-1] = lhi[1:-1] + gr * wc[:-1] - lhi[:-2]
-        a = np.where(np.isnan(a), np.inf, np.maximum(a, 0.0))
-        r = np.where(np.isnan(r), np.inf, np.maximum(r, 0.0))
-        both = np.where(np.isinf(a), r, np.where(np.isinf(r), a, a * r / np.maximum(a + r, 1e-300)))
-        sec = np.where((a == 0.0) | (r == 0.0), 0.0, both)
-    return np.minimum(sec, hess)
+def _chord_excess(w: Array, ndim: int, curv: float) -> Array:
+    """Per x-cell along axis 0, e >= 0 with ln f <= chord(ln f) + e on the cell, for f log-concave along the axis with
+    (ln f)'' >= −curv: e = curv w²/8 (the x-cells are at most κ σ_k wide, so e <= κ²/8 there; a secant bound from
+    the neighbouring nodes, as in :func:`_secant_excess`, never improved a bracket on these cells and was dropped)."""
+    return curv * w.reshape((w.shape[0],) + (1,) * (ndim - 1)) ** 2 / 8.0
 
 
 def _exp_mean(lo: Array, hi: Array) -> Array:
@@ -223,32 +199,35 @@ def _exp_mean(lo: Array, hi: Array) -> Array:
     return out
 
 
-def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: float) -> tuple[Array, Array]:
+def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: float,
+                  gap: float | None = None) -> tuple[Array, Array]:
     """Brackets of ∫_{x₀}^{x_M} Lap(u − x; b) f(x) dx at the nodes ``u`` (axis 0 of the arrays; the other axes are
     independent lines), from log-brackets ``llo``, ``lhi`` of a log-concave f at the edges ``xe`` with
     (ln f)'' >= −curv. Every ``u`` inside [x₀, x_M] must be an edge.
 
-    f is bracketed on each cell by exp(chord(llo)) and exp(chord(lhi) + e) (:func:`_chord_excess`); both are
-    integrated exactly: cell j contributes e^{−(u − x_{j+1})/b} R_j to u >= x_{j+1} and e^{−(x_j − u)/b} L_j to
+    f is bracketed on each cell by exp(chord(llo)) and exp(chord(lhi) + e) (ln f is concave; :func:`_chord_excess`);
+    both are integrated exactly: cell j contributes e^{−(u − x_{j+1})/b} R_j to u >= x_{j+1} and e^{−(x_j − u)/b} L_j to
     u <= x_j, with R_j = (w_j/2b) E(a_j − w_j/b, a_{j+1}), L_j = (w_j/2b) E(a_j, a_{j+1} − w_j/b), E the mean of the
     exponential of the linear interpolant (:func:`_exp_mean`); the sums are two exponential recursions over the
     merged sorted nodes. Returned in log units (natural log), with the integrands' maximum factored out and a
-    rounding/underflow allowance on the upper end.
+    rounding/underflow allowance on the upper end. ``gap``: lhi = llo + gap exactly (then the upper cell terms are
+    the lower ones times e^{gap + e_j}, as E(A + c, B + c) = e^c E(A, B)).
     """
     w = np.diff(xe)
-    e = _chord_excess(llo, lhi, w, curv)
+    e = _chord_excess(w, llo.ndim, curv)
     shift = float(np.max(lhi))
     a_lo, a_hi = llo - shift, lhi - shift
     wc = w.reshape((w.shape[0],) + (1,) * (llo.ndim - 1))
-    outs = []
-    for a, ex in ((a_lo, None), (a_hi, e)):
-        left, right = a[:-1], a[1:]
-        if ex is not None:
-            left, right = left + ex, right + ex
-        rr = wc / (2.0 * b) * _exp_mean(left - wc / b, right)
-        ll = wc / (2.0 * b) * _exp_mean(left, right - wc / b)
-        outs.append(_two_pass(rr, ll, xe, u, b))
-    lo, hi = outs
+    c2b = wc / (2.0 * b)
+    rr = c2b * _exp_mean(a_lo[:-1] - wc / b, a_lo[1:])
+    ll = c2b * _exp_mean(a_lo[:-1], a_lo[1:] - wc / b)
+    lo = _two_pass(rr, ll, xe, u, b)
+    if gap is not None:
+        up = np.exp(e + gap)
+        hi = _two_pass(rr * up, ll * up, xe, u, b)
+    else:
+        left, right = a_hi[:-1] + e, a_hi[1:] + e
+        hi = _two_pass(c2b * _exp_mean(left - wc / b, right), c2b * _exp_mean(left, right - wc / b), xe, u, b)
     with np.errstate(divide="ignore"):
         return (np.log(lo * (1.0 - ROUND)) + shift,
                 np.log(hi * (1.0 + ROUND) + FLOOR) + shift)
@@ -312,11 +291,12 @@ def _density_bracket(us: list[Array], xs: list[Array], m: Array, s: Array, b: Ar
         rows = us[0][c0:c0 + chunk]
         t = rows[:, None, None] - m[0] - shift[None, :, :]
         f_lo = np.interp(t, nodes, vals) + lphi[None, :, :]
-        f_hi = f_lo + (err + rnd)
         f_lo -= rnd
+        f_hi = f_lo + (err + 2.0 * rnd)
         # step 2: integrate x₁ (axis 1), output at us[1]
         lo2[:, c0:c0 + chunk], hi2[:, c0:c0 + chunk] = _laplace_conv(
-            np.moveaxis(f_lo, 1, 0), np.moveaxis(f_hi, 1, 0), xs[1], us[1], float(b[1]), float(prec[1, 1]))
+            np.moveaxis(f_lo, 1, 0), np.moveaxis(f_hi, 1, 0), xs[1], us[1], float(b[1]), float(prec[1, 1]),
+            gap=err + 2.0 * rnd)
     # step 3: integrate x₂ (axis 2 of (u₀, u₁, x₂)), output at us[2]
     lo3, hi3 = _laplace_conv(np.moveaxis(np.moveaxis(lo2, 0, 1), 2, 0), np.moveaxis(np.moveaxis(hi2, 0, 1), 2, 0),
                              xs[2], us[2], float(b[2]), float(prec[2, 2]))
