@@ -68,6 +68,8 @@ TABLE_FINE = 40.0
 FLOOR = 1e-300
 #: Relative rounding allowance of every bracket.
 ROUND = 1e-10
+#: Elements per block of the density and cell passes (blocks along u₀ keep the arrays in cache).
+CHUNK = 200_000
 METHOD = "3-D Gaussian ⊛ Laplace density on a certified cell grid (exact Laplace convolutions of log-concave brackets)"
 
 Array = NDArray[np.float64]
@@ -184,19 +186,33 @@ def _chord_excess(w: Array, ndim: int, curv: float) -> Array:
     return curv * w.reshape((w.shape[0],) + (1,) * (ndim - 1)) ** 2 / 8.0
 
 
-def _exp_mean(lo: Array, hi: Array) -> Array:
-    """(1/w) ∫_0^w exp(lo + (hi − lo) t/w) dt = e^{max} (1 − e^{−d})/d, d = |hi − lo| (1 at d = 0; 0 if an end is −inf)."""
-    with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
-        d = np.abs(hi - lo)
-        fac = -np.expm1(-d)
-        fac /= d
-        small = d < 1e-8
-        if small.any():
-            fac[small] = 1.0 - 0.5 * d[small]
-        out = np.exp(np.maximum(lo, hi))
-        out *= fac
-    out[np.isnan(out)] = 0.0  # both ends −inf
+def _phi(d: Array) -> Array:
+    """(1 − e^{−|d|})/|d| (1 at d = 0, 0 at |d| = inf or nan): the mean of e^{−|d| t} over t in [0, 1]."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ad = np.abs(d)
+        out = -np.expm1(-ad)
+        out /= ad
+    small = ad < 1e-8
+    if small.any():
+        out[small] = 1.0 - 0.5 * ad[small]
+    out[np.isnan(out)] = 0.0
     return out
+
+
+def _cell_terms(a: Array, wc: Array, b: float) -> tuple[Array, Array]:
+    """R_j = (w_j/2b) E(a_j − w_j/b, a_{j+1}) and L_j = (w_j/2b) E(a_j, a_{j+1} − w_j/b), E(x, y) the mean of
+    exp over the segment from x to y = e^{max(x, y)} φ(y − x) (:func:`_phi`), from one exponential per node."""
+    with np.errstate(under="ignore"):
+        ea = np.exp(a)
+        ec = np.exp(-wc / b)
+    left, right = ea[:-1], ea[1:]
+    with np.errstate(invalid="ignore"):
+        d = a[1:] - a[:-1]
+    c = wc / b
+    c2b = wc / (2.0 * b)
+    rr = np.maximum(left * ec, right) * _phi(d + c) * c2b
+    ll = np.maximum(left, right * ec) * _phi(d - c) * c2b
+    return rr, ll
 
 
 def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: float,
@@ -208,7 +224,7 @@ def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: f
     f is bracketed on each cell by exp(chord(llo)) and exp(chord(lhi) + e) (ln f is concave; :func:`_chord_excess`);
     both are integrated exactly: cell j contributes e^{−(u − x_{j+1})/b} R_j to u >= x_{j+1} and e^{−(x_j − u)/b} L_j to
     u <= x_j, with R_j = (w_j/2b) E(a_j − w_j/b, a_{j+1}), L_j = (w_j/2b) E(a_j, a_{j+1} − w_j/b), E the mean of the
-    exponential of the linear interpolant (:func:`_exp_mean`); the sums are two exponential recursions over the
+    exponential of the linear interpolant (:func:`_cell_terms`); the sums are two exponential recursions over the
     merged sorted nodes. Returned in log units (natural log), with the integrands' maximum factored out and a
     rounding/underflow allowance on the upper end. ``gap``: lhi = llo + gap exactly (then the upper cell terms are
     the lower ones times e^{gap + e_j}, as E(A + c, B + c) = e^c E(A, B)).
@@ -218,16 +234,14 @@ def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: f
     shift = float(np.max(lhi))
     a_lo, a_hi = llo - shift, lhi - shift
     wc = w.reshape((w.shape[0],) + (1,) * (llo.ndim - 1))
-    c2b = wc / (2.0 * b)
-    rr = c2b * _exp_mean(a_lo[:-1] - wc / b, a_lo[1:])
-    ll = c2b * _exp_mean(a_lo[:-1], a_lo[1:] - wc / b)
+    rr, ll = _cell_terms(a_lo, wc, b)
     lo = _two_pass(rr, ll, xe, u, b)
     if gap is not None:
         up = np.exp(e + gap)
-        hi = _two_pass(rr * up, ll * up, xe, u, b)
     else:
-        left, right = a_hi[:-1] + e, a_hi[1:] + e
-        hi = _two_pass(c2b * _exp_mean(left - wc / b, right), c2b * _exp_mean(left, right - wc / b), xe, u, b)
+        rr, ll = _cell_terms(a_hi, wc, b)
+        up = np.exp(e)
+    hi = _two_pass(rr * up, ll * up, xe, u, b)
     with np.errstate(divide="ignore"):
         return (np.log(lo * (1.0 - ROUND)) + shift,
                 np.log(hi * (1.0 + ROUND) + FLOOR) + shift)
@@ -286,7 +300,7 @@ def _density_bracket(us: list[Array], xs: list[Array], m: Array, s: Array, b: Ar
     n0 = us[0].size
     lo2 = np.empty((us[1].size, n0, xs[2].size))
     hi2 = np.empty_like(lo2)
-    chunk = max(1, 2_000_000 // (xs[1].size * xs[2].size))
+    chunk = max(1, CHUNK // (xs[1].size * xs[2].size))
     for c0 in range(0, n0, chunk):  # steps 1 and 2 are independent along u₀: chunks bound the memory
         rows = us[0][c0:c0 + chunk]
         t = rows[:, None, None] - m[0] - shift[None, :, :]
@@ -313,40 +327,47 @@ def _corners(a: Array) -> list[Array]:
 
 
 def _secant_excess(lo: Array, hi: Array, ws: list[Array]) -> Array:
-    """Per cell, e with ln p <= I(hi) + e, from node brackets lo <= ln p <= hi of a concave ln p alone: for a corner v
-    and the directions into the cell, each supergradient component is bounded by the chord to the node behind v,
-    so ln p <= hi(v) + Σ_k ĝ_k |u_k − v_k|, whose excess over the trilinear I(hi) is largest at a corner; e is the
-    lesser over v ∈ {(0,0,0), (1,1,1)} of that largest excess (+inf on border cells and where a bracket is not finite)."""
+    """Per cell, e with ln p <= I(hi) + e on the cell, from node brackets lo <= ln p <= hi of a concave ln p alone.
+
+    For a corner v and the directions into the cell, every supergradient component is bounded by the chord to the
+    node behind v: σ_k g_k <= (hi(v) − lo(v − σ_k h_k e_k))/h_k =: ĝ_k^v, so ln p <= T_v(u) := hi(v) + Σ_k ĝ_k^v |u_k − v_k|.
+    Hence ln p <= Σ_v ω_v(u) T_v(u) with ω_v the trilinear weights (a convex combination of upper bounds), and as
+    I(hi) = Σ_v ω_v hi(v) and ω_v |u_k − v_k| = w_k t_k(1 − t_k) Π_{j≠k} ω_j,
+    ln p − I(hi) <= Σ_k t_k(1 − t_k) (A_k⁰ + A_k¹) <= Σ_k (A_k⁰ + A_k¹)_+/4, with A_k^s the largest ĝ_k^v w_k over the
+    four corners of the face v_k = s. Second order in the cell size where ln p is smooth (the slopes of the two faces
+    cancel), local (the actual curvature), +inf on border cells and where a bracket is not finite.
+    """
     n = [w.shape[0] for w in ws]
     pad = np.full((n[0] + 3, n[1] + 3, n[2] + 3), -np.inf)
     pad[1:-1, 1:-1, 1:-1] = lo
     inf = np.array([np.inf])
-    ratio = [{0: w / np.concatenate([inf, w[:-1]]), 1: w / np.concatenate([w[1:], inf])} for w in ws]
-    corner = {c: hi[c[0]:c[0] + n[0], c[1]:c[1] + n[1], c[2]:c[2] + n[2]] for c in product((0, 1), repeat=3)}
-    best = np.full(tuple(n), np.inf)
+    total = np.zeros(tuple(n))
     with np.errstate(invalid="ignore", over="ignore"):
-        for v in ((0, 0, 0), (1, 1, 1)):  # two opposite corners (all eight: the same brackets to 1e-7, 40 % slower)
-            hv = corner[v]
-            steps = []
-            for k in range(3):
-                sk = 1 - 2 * v[k]
-                sl = [slice(1 + v[i], 1 + v[i] + n[i]) for i in range(3)]
-                sl[k] = slice(1 + v[k] - sk, 1 + v[k] - sk + n[k])
-                back = pad[tuple(sl)]
+        for k in range(3):
+            o = [i for i in range(3) if i != k]
+            faces = []
+            for side, step in ((0, -1), (1, 1)):
+                sl = [slice(1, 2 + n[i]) for i in range(3)]
+                sl[k] = slice(1 + step, 2 + step + n[k])
+                d = hi - pad[tuple(sl)]  # hi(node) − lo(node behind it), at every node
+                cut = [slice(0, n[i] + 1) for i in range(3)]
+                cut[k] = slice(side, side + n[k])
+                d = d[tuple(cut)]
+                quad = []
+                for a, c in product((0, 1), repeat=2):
+                    s2 = [slice(None)] * 3
+                    s2[o[0]] = slice(a, a + n[o[0]])
+                    s2[o[1]] = slice(c, c + n[o[1]])
+                    quad.append(d[tuple(s2)])
+                m = np.maximum(np.maximum(quad[0], quad[1]), np.maximum(quad[2], quad[3]))
+                w = ws[k]
+                behind = np.concatenate([inf, w[:-1]]) if side == 0 else np.concatenate([w[1:], inf])
                 shp = [1, 1, 1]
                 shp[k] = n[k]
-                steps.append((hv - back) * ratio[k][v[k]].reshape(shp))
-            worst = np.zeros(tuple(n))
-            for c, hc in corner.items():
-                if c == v:
-                    continue
-                tot = hv - hc
-                for k in range(3):
-                    if c[k] != v[k]:
-                        tot = tot + steps[k]
-                worst = np.maximum(worst, tot)
-            best = np.fmin(best, worst)
-    return best
+                m = m * (w / behind).reshape(shp)
+                faces.append(np.where(np.isnan(m), np.inf, m))
+            total = total + np.maximum(faces[0] + faces[1], 0.0) / 4.0
+    return np.where(np.isnan(total), np.inf, total)
 
 
 def _interp_excess(prec: Array, b: Array, ws: list[Array]) -> Array:
@@ -402,7 +423,7 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     nodes = [_density_bracket(us, xs, m, s, b, kappa) for m, s in zip(ms, ss, strict=True)]
     precs = [np.linalg.inv(s) for s in ss]
     n0 = ws[0].size
-    slab = max(1, 400_000 // (ws[1].size * ws[2].size))
+    slab = max(1, CHUNK // (ws[1].size * ws[2].size))
     sums = np.zeros((2, 2))
     for i0 in range(0, n0, slab):  # slabs of cells along u₀ (arrays stay small; the secant needs one node more)
         sums += _slab_sums(nodes, precs, b, ws, i0, min(i0 + slab, n0), epsilon)
