@@ -435,16 +435,35 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
 def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, ws: list[Array], i0: int, i1: int,
                epsilon: float) -> Array:
     """[[lower, upper] of ∫ (p − e^ε q)_+, [lower, upper] of ∫ (q − e^ε p)_+] over the cells i0 <= i < i1 along u₀
-    (the per-cell bounds of :func:`delta_bracket_3d`)."""
-    a, c = max(i0 - 1, 0), min(i1 + 2, ws[0].size + 1)
-    wsl = [ws[0][a:c - 1], ws[1], ws[2]]
-    cut = slice(i0 - a, i0 - a + i1 - i0)
+    (the per-cell bounds of :func:`delta_bracket_3d`). The secant excess is computed only on the box of cells whose
+    loss could exceed ε under the cheaper interpolation excess (elsewhere both upper ends are 0 either way, and the
+    larger excess only lowers the lower ends)."""
     wcut = [ws[0][i0:i1], ws[1], ws[2]]
     vol = wcut[0][:, None, None] * wcut[1][None, :, None] * wcut[2][None, None, :]
+    corners = [(_corners(llo[i0:i1 + 1]), _corners(lhi[i0:i1 + 1])) for llo, lhi in nodes]
+    es = [_interp_excess(prec, b, wcut) for prec in precs]
+    with np.errstate(invalid="ignore"):
+        dmax = [reduce(np.maximum, [h - lq for h, lq in zip(corners[i][1], corners[j][0], strict=True)])
+                for i, j in ((0, 1), (1, 0))]
+        dmax = [np.where(np.isnan(d), np.inf, d) for d in dmax]
+        active = (dmax[0] + es[0] > epsilon) | (dmax[1] + es[1] > epsilon)
+    if active.any():
+        box = []
+        for ax in range(3):
+            other = tuple(x for x in range(3) if x != ax)
+            idx = np.flatnonzero(active.any(axis=other))
+            box.append((int(idx[0]), int(idx[-1]) + 1))
+        lo_c = [box[0][0] + i0, box[1][0], box[2][0]]  # global cell ranges of the box
+        hi_c = [box[0][1] + i0, box[1][1], box[2][1]]
+        nb = [slice(max(lo_c[k] - 1, 0), min(hi_c[k] + 2, ws[k].size + 1)) for k in range(3)]
+        wsb = [ws[k][nb[k].start:nb[k].stop - 1] for k in range(3)]
+        crop = tuple(slice(lo_c[k] - nb[k].start, hi_c[k] - nb[k].start) for k in range(3))
+        local = tuple(slice(box[k][0], box[k][1]) for k in range(3))
+        for (llo, lhi), e in zip(nodes, es, strict=True):
+            sec = _secant_excess(llo[nb[0], nb[1], nb[2]], lhi[nb[0], nb[1], nb[2]], wsb)[crop]
+            e[local] = np.minimum(e[local], sec)
     laws = []
-    for (llo, lhi), prec in zip(nodes, precs, strict=True):
-        e = np.minimum(_interp_excess(prec, b, wcut), _secant_excess(llo[a:c], lhi[a:c], wsl)[cut])
-        c_lo, c_hi = _corners(llo[i0:i1 + 1]), _corners(lhi[i0:i1 + 1])
+    for (c_lo, c_hi), e in zip(corners, es, strict=True):
         with np.errstate(over="ignore", under="ignore"):
             m_hi = vol * np.exp(e) * (sum(np.exp(x) for x in c_hi) / 8.0) * (1.0 + 1e-12)
             m_lo = vol * np.exp(sum(c_lo) / 8.0) * (1.0 - 1e-12)
@@ -452,10 +471,9 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
     ee = math.exp(epsilon)
     res = np.zeros((2, 2))
     for k, (i, j) in enumerate(((0, 1), (1, 0))):
-        (plo, phi, ep, pm_lo, pm_hi), (qlo, qhi, eq, qm_lo, qm_hi) = laws[i], laws[j]
+        (plo, _, ep, pm_lo, pm_hi), (_, qhi, eq, qm_lo, qm_hi) = laws[i], laws[j]
+        l_up = dmax[k] + ep
         with np.errstate(invalid="ignore"):
-            l_up = reduce(np.maximum, [h - lq for h, lq in zip(phi, qlo, strict=True)]) + ep
-            l_up = np.where(np.isnan(l_up), np.inf, l_up)
             l_dn = reduce(np.minimum, [np.where(np.isfinite(lp), lp - hq, -np.inf)
                                        for lp, hq in zip(plo, qhi, strict=True)]) - eq
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
