@@ -54,11 +54,11 @@ GAUSS_REACH = 10.0
 LAPLACE_REACH = 40.0
 #: Core of each output coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
 CORE_SD = 4.0
-CORE_B = 6.0
+CORE_B = 4.0
 #: Zone around both means (ZONE_SD sd) where the Laplace kinks bend the density: finer cells there.
 ZONE_SD = 4.0
 #: Geometric growth of the output cells outside the core (the loss is nearly linear there; secant bounds stay tight).
-GROWTH = 1.12
+GROWTH = 1.3
 #: Most output nodes per coordinate and x-nodes per integrated coordinate (bounded memory; coarser only widens).
 MAX_CORE = 80
 MAX_X = 300
@@ -486,7 +486,7 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
 
 
 #: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻³).
-LADDER = (0.5, 0.3, 0.2)
+LADDER = (0.5, 0.3, 0.2, 0.14)
 #: Optimistic decay of the upper end with κ (the bracket's width falls like κ²): the ladder is abandoned when even
 #: this decay cannot decide.
 SHRINK = 2.0
