@@ -32,6 +32,7 @@ from ..models import EmpiricalModel, GaussianModel, QueryModel
 from ..noise import NoiseLaw
 from . import gaussian as gauss
 from . import laplace as lap
+from . import laplace_3d as l3d
 from . import laplace_nd as nd
 from . import pld
 from .profile import (
@@ -164,6 +165,10 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
         if grid is not None and grid[1] < upper:
             return Profile(epsilon, grid[1], min(max(lower, grid[0]), grid[1]), nd.METHOD, pair,
                            {"kappa": grid[2]})
+        grid3 = _tight_3d(model, pair, noise, epsilon, target, upper, lower)  # issue 25: the same in 3-D
+        if grid3 is not None and grid3[1] < upper:
+            return Profile(epsilon, grid3[1], min(max(lower, grid3[0]), grid3[1]), l3d.METHOD, pair,
+                           {"kappa": grid3[2]})
     return Profile(epsilon, upper, min(lower, upper), method, pair, {"epsilon_split": split})
 
 
@@ -175,7 +180,8 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
 def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw) -> bool:
     """True iff ``tight=True`` can change a Laplace release's profile: some pair of Ψ is accounted by the coupling
     bound (its covariances differ and are not diagonal in the noise basis) and the certified 2-D grid of
-    :mod:`.laplace_nd` covers it (2-D, a full orthonormal noise basis)."""
+    :mod:`.laplace_nd` covers it (2-D, a full orthonormal noise basis) or the 3-D grid of :mod:`.laplace_3d` does
+    (3-D, a full orthonormal noise basis, positive definite covariances)."""
     law = noise.accountable()
     if law.gaussian_family or law.basis is None or law.scales is None:
         return False
@@ -183,7 +189,8 @@ def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     for a, b in _pairs(pairs):
         # translation=False: a translation is accounted exactly only while its loss is within ε (below that scale
         # it is a product or a coupling pair, whatever the scale: the classification does not depend on it)
-        if (nd.applies(g.dim, law.basis, g.covariance(a), g.covariance(b))
+        if ((nd.applies(g.dim, law.basis, g.covariance(a), g.covariance(b))
+             or l3d.applies(g.dim, law.basis, g.covariance(a), g.covariance(b)))
                 and _laplace_structure(g, a, b, law, translation=False).kind == "coupling"):
             return True
     return False
@@ -200,6 +207,19 @@ def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: Nois
     assert noise.basis is not None and noise.scales is not None
     return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
                            noise.scales, epsilon, target=target, beat=upper)
+
+
+def _tight_3d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
+              target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
+    """Certified 3-D Gauss ⊛ Laplace bracket (:mod:`.laplace_3d`) where it applies and can improve the bound."""
+    if (target is not None and (upper <= target or lower > target)) or upper <= 0.0:
+        return None
+    p, q = pair
+    if not l3d.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
+        return None
+    assert noise.basis is not None and noise.scales is not None
+    return l3d.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
+                            noise.scales, epsilon, target=target, beat=upper)
 
 
 #: Decision mode of :func:`_composition_bound`: stop the split search at the first split whose bound is at most

@@ -205,7 +205,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             notes.append(tu.describe(target))
         if tu.reduced:  # below the papers' scale: the theorem no longer covers the noise, the certified grid does
             paper = theorem or "the papers' theorem"
-            theorem = f"certified 2-D Gauss ⊛ Laplace profile, at a scale below {paper}'s"
+            theorem = f"certified {g.dim}-D Gauss ⊛ Laplace profile, at a scale below {paper}'s"
         notes.append(f"accounting: {tu.after.describe()}")
     else:
         tp = topup_pure(g, inp.pairs, noise, eps)
