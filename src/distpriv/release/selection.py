@@ -739,7 +739,8 @@ def select_mechanism(
     """
     if diagnostics is not None:
         diag = diagnostics
-    elif isinstance(model, EmpiricalModel) and memo:  # once per process for the same public inputs (a copy each)
+    elif isinstance(model, EmpiricalModel) and memo and isinstance(rng, (int, np.random.Generator)):
+        # once per process for the same public inputs and seeded stream (a copy each)
         from .memo import memoized
 
         diag = replace(memoized("diagnose_assumptions", (model, list(pairs), epsilon, delta, alpha, rng),
