@@ -18,6 +18,7 @@ noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 
 from __future__ import annotations
 
+import copy
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,8 +284,12 @@ def gap_profile(prep: Prepared, selection: Selection, guarantee: Guarantee) -> d
     spec = grid_of(prep.spec.pairs)
     if spec is None or spec.steps < 2:
         return None
-    return gap_profiles(prep.modelling.model, spec, selection.chosen, epsilon=float(guarantee.epsilon),
-                        delta=float(guarantee.delta))
+    from .memo import memoized
+
+    args = (prep.modelling.model, spec, selection.chosen, float(guarantee.epsilon), float(guarantee.delta))
+    return copy.deepcopy(memoized(  # once per process for the same public inputs (issue 26)
+        "gap_profiles", args, lambda: gap_profiles(*args[:3], epsilon=args[3], delta=args[4]),
+        enabled=prep.modelling.public))
 
 
 def _framework(g: Guarantee) -> str:
@@ -457,6 +462,7 @@ def select(prep: Prepared) -> Selection:
         # loses on distribution-privacy error alone can still give the least error meeting both guarantees,
         # so the ranking (issue 26) that skips such candidates is off
         rank=spec.record_epsilon is None,
+        memo=prep.modelling.public,  # candidates evaluated once per process for the same public inputs (issue 26)
     )
     if spec.record_epsilon is not None and spec.record_delta is not None:
         from .record import combine

@@ -25,9 +25,9 @@ from ..mechanisms.metadata import CANDIDATES
 from ..models import EmpiricalModel
 from ..relaxed.diagnose import divergence_gaps
 from ..report import Figure, Section, md_code, md_escape
-from .assumptions import MIN_BINS, eta_for
+from .assumptions import MIN_BINS, Diagnostics, eta_for
 from .public import PublicContext, config_toml, rerun_config
-from .selection import evaluate_candidate
+from .selection import MC_ALLOWANCE, RANKED, Candidate, candidate_lower_bound, evaluate_public
 
 _STREAM_ATTACKS = 2
 
@@ -76,8 +76,54 @@ def _gap(value: float | None) -> str:
     return "not computed (no correction used it)" if value is None else f"{value:.4g}"
 
 
+#: Key prefix of :func:`error_curves` for the certified lower bounds drawn in place of provable losers' errors.
+LOWER_BOUND = "lower bound:"
+
+
+def _curve_point(c: Candidate) -> float | None:
+    return c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None
+
+
+def _points_at(names: list[str], done: dict[str, Candidate], ctx: PublicContext, model: Any, d: Diagnostics,
+               eps: float) -> tuple[dict[str, float | None], dict[str, float]]:
+    """The error of every candidate at ``eps``, except provable losers: (errors, certified lower bounds).
+
+    ``done``: candidates already evaluated at ``eps`` (the selection's own, at the target ε). The others are
+    evaluated as the selection ranks them (:func:`~distpriv.release.selection.select_mechanism`, issue 26): the
+    candidates without a bound first, then by increasing :func:`~distpriv.release.selection.candidate_lower_bound`;
+    a candidate whose certified least error, less :data:`~distpriv.release.selection.MC_ALLOWANCE`, exceeds the
+    best error found is not calibrated (its exact accounting is most of a report's work) and its bound is returned
+    instead. Every input is public: the public model, Ψ, ε, δ and the diagnostics of the selection.
+    """
+    kwargs: dict[str, Any] = {"epsilon": eps, "delta": ctx.delta, "calibration": ctx.calibration,
+                              "sensitivities": ctx.sensitivities, "n": None if ctx.modelling is None else ctx.modelling.n}
+    found = {nm: done[nm] for nm in names if nm in done}
+    bounds: dict[str, float] = {}
+    for nm in names:
+        if nm not in found and nm in RANKED:
+            low = candidate_lower_bound(nm, model, list(ctx.pairs), d, **kwargs)
+            if low is not None and math.isfinite(low):
+                bounds[nm] = low
+    order = {nm: i for i, nm in enumerate(names)}
+    lower: dict[str, float] = {}
+    for nm in sorted((nm for nm in names if nm not in found), key=lambda nm: (bounds.get(nm, -1.0), order[nm])):
+        best = min((c.expected_l2_error for c in found.values() if c.kept), default=math.inf)
+        if nm in bounds and bounds[nm] * (1.0 - MC_ALLOWANCE) > best:
+            lower[nm] = bounds[nm]
+            continue
+        found[nm] = evaluate_public(nm, model, list(ctx.pairs), d, **kwargs)  # a public model (ctx.modelling)
+    return {nm: _curve_point(found[nm]) if nm in found else None for nm in names}, lower
+
+
 def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)) -> dict[str, list[float | None]]:
-    """Expected L2 error of every candidate at ε × ``factors`` (same diagnostics; η and λ recomputed per ε)."""
+    """Expected L2 error of every candidate at ε × ``factors`` (same diagnostics; η and λ recomputed per ε).
+
+    ``out[name]``: the error :func:`~distpriv.release.selection.evaluate_candidate` finds (``None`` where the
+    candidate's guarantee does not hold). A candidate that provably loses at an ε — its certified least error
+    (:func:`~distpriv.release.selection.candidate_lower_bound`) exceeds the best error found there — is not
+    calibrated there (issue 26): ``out[name]`` is ``None`` and ``out[LOWER_BOUND + name]`` holds that certified
+    lower bound (``None`` elsewhere), drawn as open markers.
+    """
     if ctx.modelling is None or ctx.selection is None:
         return {"epsilon": []}
     diag = ctx.selection.diagnostics
@@ -89,28 +135,25 @@ def error_curves(ctx: PublicContext, factors: tuple[float, ...] = (0.25, 0.5, 1.
              if CANDIDATES[c.name].baseline != "dp" and c.code != "not-evaluated"]
     for nm in names:
         out[nm] = []
-    done = {c.name: c for c in ctx.selection.candidates}
+    lows: dict[str, list[float | None]] = {nm: [] for nm in names}
+    selected = {c.name: c for c in ctx.selection.candidates if c.code != "not-evaluated-ranked-out"}
     for eps in out["epsilon"]:
         assert eps is not None
-        if eps == ctx.epsilon:  # the selection's own evaluation at the target ε
-            for nm in names:
-                c = done[nm]
-                if c.code == "not-evaluated-ranked-out":  # skipped by the ranking (a provable loser): its curve point
-                    c = evaluate_candidate(nm, model, list(ctx.pairs), diag, epsilon=eps, delta=ctx.delta,
-                                           calibration=ctx.calibration, sensitivities=ctx.sensitivities,
-                                           n=ctx.modelling.n)
-                out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
-            continue
-        eta = eta_for(eps, ctx.delta)
-        if not isinstance(model, EmpiricalModel):  # declared model: the gaps are exact and do not depend on ε
-            lam = diag.divergence_lambda
+        if eps == ctx.epsilon:  # the selection's own evaluation at the target ε (ranked-out ones: their bound)
+            points, lower = _points_at(names, selected, ctx, model, diag, eps)
         else:
-            lam = max(divergence_gaps(model, labs, pooled, eta=eta, min_bins=MIN_BINS).values())
-        d = replace(diag, eta=eta, divergence_lambda=float(lam))
+            eta = eta_for(eps, ctx.delta)
+            if not isinstance(model, EmpiricalModel):  # declared model: the gaps are exact and do not depend on ε
+                lam = diag.divergence_lambda
+            else:
+                lam = max(divergence_gaps(model, labs, pooled, eta=eta, min_bins=MIN_BINS).values())
+            points, lower = _points_at(names, {}, ctx, model, replace(diag, eta=eta, divergence_lambda=float(lam)), eps)
         for nm in names:
-            c = evaluate_candidate(nm, model, list(ctx.pairs), d, epsilon=eps, delta=ctx.delta,
-                                   calibration=ctx.calibration, sensitivities=ctx.sensitivities, n=ctx.modelling.n)
-            out[nm].append(c.expected_l2_error if c.kept and math.isfinite(c.expected_l2_error) else None)
+            out[nm].append(points[nm])
+            lows[nm].append(lower.get(nm))
+    for nm in names:
+        if any(v is not None for v in lows[nm]):
+            out[LOWER_BOUND + nm] = lows[nm]
     return out
 
 
@@ -218,14 +261,23 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     chosen = ctx.selection.chosen
     fig, ax = plt.subplots(figsize=(7, 4.2))
     eps = curves["epsilon"]
-    for nm, ys in curves.items():
-        if nm == "epsilon":
-            continue
+    bounded = False
+    i = 0  # the colour of the next mechanism drawn (the default cycle, as before the open markers)
+    for nm, ys in ((k, v) for k, v in curves.items() if k != "epsilon" and not k.startswith(LOWER_BOUND)):
         pts = [(e, y) for e, y in zip(eps, ys, strict=True) if y is not None and y > 0]
-        if pts:
+        lows = [(e, y) for e, y in zip(eps, curves.get(LOWER_BOUND + nm, [None] * len(eps)), strict=True)
+                if y is not None and y > 0]
+        if pts or lows:
             label = next(c.label for c in ctx.selection.candidates if c.name == nm)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.5 if nm == chosen.name else 0.9,
-                    label=label + (" (chosen)" if nm == chosen.name else ""))
+                    color=f"C{i % 10}", label=label + (" (chosen)" if nm == chosen.name else ""))
+        if lows:  # a provable loser at that ε: its certified least error, not calibrated (error_curves)
+            bounded = True
+            ax.plot([p[0] for p in lows], [p[1] for p in lows], ls="none", marker="o", mfc="none", color=f"C{i % 10}")
+        i += bool(pts or lows)
+    if bounded:
+        ax.plot([], [], ls="none", marker="o", mfc="none", color="grey",
+                label="open: certified lower bound (provably not the least error at that ε)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(eps, [f"{e:g}" for e in eps])
@@ -238,7 +290,9 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     figs.append(Figure("error_vs_epsilon", fig, "expected L2 error (of the standardised statistics) of each mechanism "
-                       "whose guarantee holds, vs ε"))
+                       "whose guarantee holds, vs ε" + ("; open markers: a certified lower bound on the error of a "
+                                                       "mechanism that provably does not have the least error at that "
+                                                       "ε (not calibrated there)" if bounded else "")))
     plt.close(fig)
     if attack_rows is not None:
         fig, ax = plt.subplots(figsize=(7, 4))

@@ -483,6 +483,50 @@ def evaluate_candidate(
         return Candidate(name, label, False, f"calibration failed: {exc}", dim, code="calibration-failed")
 
 
+#: The fields of :class:`Diagnostics` that may hold a function computing them on first use.
+_LAZY_FIELDS = ("_translation", "_wasserstein", "_gaussian")
+
+
+def diagnostics_key(diag: Diagnostics) -> tuple[Any, ...]:
+    """What a memo key holds of ``diag``: every field, a not yet computed gap as the identity of the function that
+    computes it (:func:`distpriv.release.memo.token`; copies made with ``dataclasses.replace`` share it)."""
+    from .memo import token
+
+    return tuple((f, token(v) if callable(v) else v) for f, v in vars(diag).items())
+
+
+def evaluate_public(
+    name: str,
+    model: EmpiricalModel | GaussianModel,
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    diag: Diagnostics,
+    *,
+    memo: bool = True,
+    **kwargs: Any,
+) -> Candidate:
+    """:func:`evaluate_candidate`, memoised in this process (:func:`distpriv.release.memo.memoized`) when ``memo``:
+    only for a model of public inputs (a population or a declared model), never one modelled from the data.
+
+    An evaluation may compute a gap of ``diag`` on first use (e.g. Δ_W for Wasserstein); a memo hit sets the same
+    value on ``diag`` (the key holds the function computing it, which returns it again), so ``diag`` ends as
+    the evaluation would leave it.
+    """
+    if not memo:
+        return evaluate_candidate(name, model, pairs, diag, **kwargs)
+    from .memo import memoized
+
+    lazy = [f for f in _LAZY_FIELDS if callable(getattr(diag, f))]
+
+    def compute() -> tuple[Candidate, dict[str, float]]:
+        c = evaluate_candidate(name, model, pairs, diag, **kwargs)
+        return c, {f: getattr(diag, f) for f in lazy if not callable(getattr(diag, f))}
+
+    c, forced = memoized("evaluate_candidate", (name, model, list(pairs), diagnostics_key(diag), kwargs), compute)
+    for f, v in forced.items():
+        setattr(diag, f, v)
+    return replace(c, notes=list(c.notes))
+
+
 #: Candidates ranked before accounting (issue 26): those whose evaluation runs the exact accounting of the
 #: Gaussian (fit) model or of the samples' law (:mod:`distpriv.mechanisms.exact`, :mod:`~distpriv.mechanisms.empirical`).
 RANKED: tuple[str, ...] = tuple(name for name, m in CANDIDATE_INFO.items() if m.exact_gaussian_model)
@@ -676,6 +720,7 @@ def select_mechanism(
     rng: RngLike = 0,
     diagnostics: Diagnostics | None = None,
     rank: bool = True,
+    memo: bool = False,
 ) -> Selection:
     """Evaluate every candidate (``mechanism="auto"``) or one, and choose the smallest expected L2 error.
 
@@ -688,9 +733,19 @@ def select_mechanism(
     the error they would publish and stop accounting once that bound exceeds the best error found; the skipped
     ones are listed with code ``not-evaluated-ranked-out`` and their bound. The chosen candidate is the one
     ``rank=False`` (every candidate evaluated) chooses.
+
+    ``memo``: each candidate evaluated once per process for the same inputs (:func:`evaluate_public`); only for a
+    model of public inputs.
     """
     if diagnostics is not None:
         diag = diagnostics
+    elif isinstance(model, EmpiricalModel) and memo and isinstance(rng, (int, np.random.Generator)):
+        # once per process for the same public inputs and seeded stream (a copy each)
+        from .memo import memoized
+
+        diag = replace(memoized("diagnose_assumptions", (model, list(pairs), epsilon, delta, alpha, rng),
+                                lambda: diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha,
+                                                             rng=rng)))
     elif isinstance(model, EmpiricalModel):
         diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     else:
@@ -702,8 +757,8 @@ def select_mechanism(
     if mechanism == "auto" and "none" in names and not (
             "none" in _EXACT_GAUSSIAN and model.dim > MAX_EXACT_GAUSSIAN_DIM):
         # certified winner first (issue 26): a private release without noise has error 0, which no mechanism beats
-        first = evaluate_candidate("none", model, pairs, diag, epsilon=epsilon, delta=delta, calibration=calibration,
-                                   sensitivities=sensitivities, n=n)
+        first = evaluate_public("none", model, pairs, diag, memo=memo, epsilon=epsilon, delta=delta,
+                                calibration=calibration, sensitivities=sensitivities, n=n)
         if first.kept:
             rest = [Candidate(nm, _LABELS[nm], False, "not evaluated: the release without noise (Thm 5.4) is private "
                               "and no mechanism has a smaller expected error than 0", model.dim, code="not-evaluated")
@@ -745,7 +800,7 @@ def select_mechanism(
         if nm in bounds and bounds[nm] > best:
             skipped[nm] = bounds[nm]
             continue
-        done[nm] = evaluate_candidate(nm, model, pairs, diag, **kwargs)
+        done[nm] = evaluate_public(nm, model, pairs, diag, memo=memo, **kwargs)
     best = min((c.expected_l2_error for c in done.values() if c.kept), default=math.inf)
     for nm, low in skipped.items():
         if nm in lazy:
