@@ -155,6 +155,25 @@ def _tail_log_range(x: float, s: float, b: float) -> tuple[float, float]:
     return lo, hi
 
 
+def _cell_bounds(wv: NDArray[np.float64], fpl: NDArray[np.float64], fpr: NDArray[np.float64], fql: NDArray[np.float64],
+                 fqr: NDArray[np.float64], b: float, sp: float,
+                 sq: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(P-mass lower, P-mass upper, ℓ lower, ℓ upper) of cells of widths wv from ln p, ln q at their ends (module
+    notes): ln p between its chord and the chord + κ_P(w), κ(w) = min(w/b, w²/8s²); rounding allowances 1e-12."""
+    kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
+    kq = wv / b if sq <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sq * sq))
+    dfp = np.abs(fpr - fpl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lm = np.where(dfp > 1e-12, np.log(-np.expm1(-dfp) / dfp), np.log1p(-dfp / 2.0))
+    log_mass_lo = np.log(wv) + np.maximum(fpl, fpr) + lm
+    mass_lo = np.exp(log_mass_lo) * (1.0 - 1e-12)
+    mass_hi = np.exp(log_mass_lo + kp) * (1.0 + 1e-12)
+    el, er = fpl - fql, fpr - fqr
+    lmax = np.maximum(el, er) + kp + 1e-12 * (1.0 + np.abs(er))
+    lmin = np.minimum(el, er) - kq - 1e-12 * (1.0 + np.abs(er))
+    return mass_lo, mass_hi, lmin, lmax
+
+
 # --------------------------------------------------------------------------- 1-D pair
 @dataclass
 class GaussLaplaceCoord:
@@ -314,16 +333,7 @@ class GaussLaplaceCoord:
         b, sp, sq = self.b, self.s_p, self.s_q
         ell = fp - fq
         wv = np.diff(y)
-        kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
-        kq = wv / b if sq <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sq * sq))
-        dfp = np.abs(np.diff(fp))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lm = np.where(dfp > 1e-12, np.log(-np.expm1(-dfp) / dfp), np.log1p(-dfp / 2.0))
-        log_mass_lo = np.log(wv) + np.maximum(fp[:-1], fp[1:]) + lm
-        mass_lo = np.exp(log_mass_lo) * (1.0 - 1e-12)
-        mass_hi = np.exp(log_mass_lo + kp) * (1.0 + 1e-12)
-        lmax = np.maximum(ell[:-1], ell[1:]) + kp + 1e-12 * (1.0 + np.abs(ell[1:]))
-        lmin = np.minimum(ell[:-1], ell[1:]) - kq - 1e-12 * (1.0 + np.abs(ell[1:]))
+        mass_lo, mass_hi, lmin, lmax = _cell_bounds(wv, fp[:-1], fp[1:], fq[:-1], fq[1:], b, sp, sq)
         tail = _tail_mass(self.mu_p - lo, sp, b) + _tail_mass(hi - self.mu_p, sp, b)
         sup_t, inf_t = self._tail_bounds(lo, hi, certified_tails)
         cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
@@ -400,7 +410,7 @@ class GaussLaplaceCoord:
                                lower=lower.astype(np.float64, copy=False), rel_err=1e-12)
 
 
-#: Coarsest start of :func:`_sup_search` (the base width of κ = 0.1), its split factor and most passes.
+#: Coarsest start of :func:`_sup_search` (the base width of κ = 0.1), its least split factor and most passes.
 SUP_START_KAPPA, SUP_SPLIT, SUP_PASSES = 0.1, 8, 60
 #: Pure-ε brackets remembered by :func:`_sup_search` (four floats each).
 SUP_MEMO_SIZE = 4096
@@ -415,7 +425,8 @@ def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
     width w lies in [min of its end values − κ_Q(w), max of its end values + κ_P(w)], κ(w) = min(w/b, w²/8s²),
     module notes), but the grid starts coarse (the base width of κ = 0.1) and only the cells that can still
     hold the supremum (upper end above the best value seen + κ) or the infimum (lower end below the least
-    value seen − κ) are split, SUP_SPLIT ways, until none is left. A cell set aside is final: its bound is
+    value seen − κ) are split (into parts whose widening κ(w) is at most half the cell's margin to that bound,
+    at least SUP_SPLIT), until none is left. A cell set aside is final: its bound is
     within κ of a value ℓ takes, so sup ℓ <= max(best value seen + κ, bounds of the cells left, tail bound)
     — certified at every pass; the work is where ℓ is near its extremes, not on the whole window.
     """
@@ -431,7 +442,6 @@ def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
     sup_t, inf_t = c._tail_bounds(lo, hi, certified)
     done_max, done_min = -math.inf, math.inf  # bounds of the cells set aside
     left, right, el, er = y[:-1], y[1:], ell[:-1], ell[1:]
-    frac = np.arange(1, SUP_SPLIT, dtype=float) / SUP_SPLIT
     for _ in range(SUP_PASSES):
         wv = right - left
         kp = wv / b if s_p <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_p * s_p))
@@ -439,25 +449,49 @@ def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
         slack = 1e-12 * (1.0 + np.maximum(np.abs(el), np.abs(er)))
         lmax = np.maximum(el, er) + kp + slack
         lmin = np.minimum(el, er) - kq - slack
-        split = (lmax > sup_lo + kappa) | (lmin < inf_up - kappa)
+        hi_c = lmax > sup_lo + kappa
+        lo_c = lmin < inf_up - kappa
+        split = hi_c | lo_c
         keep = ~split
         if bool(keep.any()):
             done_max = max(done_max, float(lmax[keep].max()))
             done_min = min(done_min, float(lmin[keep].min()))
-        if not bool(split.any()) or int(split.sum()) * SUP_SPLIT > MAX_CELLS:
-            if bool(split.any()):  # over the work budget: the cells left stay as they are (still certified)
-                done_max = max(done_max, float(lmax[split].max()))
-                done_min = min(done_min, float(lmin[split].min()))
+        if not bool(split.any()):
+            break
+        # each cell is split into as many parts as make its widening at most half its margin to the bound
+        # (κ(w') <= m/2 for w' = max(b m/2, 2 s √m)), at least SUP_SPLIT
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m_hi = np.where(hi_c, sup_lo + kappa - np.maximum(el, er), np.inf)
+            m_lo = np.where(lo_c, np.minimum(el, er) - (inf_up - kappa), np.inf)
+            need_p = np.maximum(0.5 * m_hi * b, 0.0 if s_p <= 0 else 2.0 * s_p * np.sqrt(m_hi))
+            need_q = np.maximum(0.5 * m_lo * b, 0.0 if s_q <= 0 else 2.0 * s_q * np.sqrt(m_lo))
+            parts = np.ceil(wv / np.minimum(need_p, need_q))
+        parts = np.clip(np.nan_to_num(parts, nan=SUP_SPLIT, posinf=4096.0), SUP_SPLIT, 4096.0)[split].astype(np.int64)
+        total = int(parts.sum())
+        if total > MAX_CELLS:  # over the work budget: the cells left stay as they are (still certified)
+            done_max = max(done_max, float(lmax[split].max()))
+            done_min = min(done_min, float(lmin[split].min()))
             break
         left, right, el, er = left[split], right[split], el[split], er[split]
-        pts = (left[:, None] + (right - left)[:, None] * frac[None, :]).reshape(-1)
-        new = (gl_logpdf(pts, mu_p, s_p, b) - gl_logpdf(pts, mu_q, s_q, b)).reshape(left.size, SUP_SPLIT - 1)
-        sup_lo = max(sup_lo, float(new.max()))
-        inf_up = min(inf_up, float(new.min()))
-        ys = np.concatenate([left[:, None], pts.reshape(left.size, -1), right[:, None]], axis=1)
-        es = np.concatenate([el[:, None], new, er[:, None]], axis=1)
-        left, right = ys[:, :-1].reshape(-1), ys[:, 1:].reshape(-1)
-        el, er = es[:, :-1].reshape(-1), es[:, 1:].reshape(-1)
+        first = np.cumsum(parts) - parts
+        frac = (np.arange(total) - np.repeat(first, parts)) / np.repeat(parts, parts)
+        ys = np.repeat(left, parts) + np.repeat(right - left, parts) * frac  # frac = 0: the cell's own left end
+        ev = np.empty(total)
+        inner = frac > 0
+        ev[first] = el
+        pts = ys[inner]
+        ev[inner] = gl_logpdf(pts, mu_p, s_p, b) - gl_logpdf(pts, mu_q, s_q, b)
+        if pts.size:
+            sup_lo = max(sup_lo, float(ev[inner].max()))
+            inf_up = min(inf_up, float(ev[inner].min()))
+        last = first + parts - 1  # each cell's last part ends at the cell's right end
+        nxt = np.empty(total)
+        nxt[:-1] = ys[1:]
+        nxt[last] = right
+        enx = np.empty(total)
+        enx[:-1] = ev[1:]
+        enx[last] = er
+        left, right, el, er = ys, nxt, ev, enx
     else:  # passes exhausted: the cells left count with their bounds
         wv = right - left
         kp = wv / b if s_p <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_p * s_p))
@@ -506,6 +540,71 @@ def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
             break
         coord = coord.refined(coord.kappa / 8.0)
     return lo, up, coord
+
+
+#: Split factor and most passes of :func:`gl_delta_adaptive`.
+DELTA_SPLIT, DELTA_PASSES = 8, 12
+#: δ brackets remembered by :func:`gl_delta_adaptive` (a few floats each).
+DELTA_MEMO_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=DELTA_MEMO_SIZE)
+def gl_delta_adaptive(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
+                      rtol: float = 1e-3, target: float | None = None) -> tuple[float, float, float, int]:
+    """Certified δ(ε) bracket of N(μ_p, s_p²) ⊛ Lap(b) against N(μ_q, s_q²) ⊛ Lap(b) by local refinement (issue 26):
+    (lower, upper, starting κ, cells at the end).
+
+    The same per-cell bounds as :func:`gl_delta_bracket` (module notes; they hold for any grid), but instead of
+    rebuilding the whole grid at κ/8 it splits, DELTA_SPLIT ways, only the cells of the δ grid
+    (:meth:`GaussLaplaceCoord.delta_cells` at κ = 1e-2, or 0.1 in decision mode) whose share of the bracket's
+    width m_hi·w(ℓ_max) − m_lo·w(ℓ_min) (w(x) = (1 − e^{ε−x})_+) is largest, leaving those of least share while
+    they hold at most half the allowed width (at most MAX_CELLS cells in all); it stops under the same rule (width <= ``rtol``·upper + 1e-15, or ``target`` decided).
+    Memoised on its arguments (a pure function; the top-up search and both calibration rules repeat them).
+    """
+    coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa=0.1 if target is not None else 1e-2)
+    c = coord.delta_cells()
+    y, fp, fq = c["y"], c["fp"], c["fq"]
+    left, right = y[:-1], y[1:]
+    fpl, fpr, fql, fqr = fp[:-1], fp[1:], fq[:-1], fq[1:]
+    mlo, mhi, lmin, lmax = c["mass_lo"], c["mass_hi"], c["lmin"], c["lmax"]
+    tail = float(c["tail"])
+    frac = np.arange(1, DELTA_SPLIT, dtype=float) / DELTA_SPLIT
+    lo = up = 0.0
+    for step in range(DELTA_PASSES + 1):
+        cu = mhi * pld._weights(lmax, epsilon)
+        cl = mlo * pld._weights(lmin, epsilon)
+        lo = max(0.0, float(cl.sum()))
+        up = min(1.0, float(cu.sum()) + tail)
+        if up - lo <= rtol * up + 1e-15 or (target is not None and (up <= target or lo > target)) or step == DELTA_PASSES:
+            break
+        # split the cells of largest share, leaving unsplit those of least share while they sum to <= half the
+        # allowed width (every cell stays in the sum: a later, smaller upper end may ask for them to be split)
+        gap = cu - cl
+        order = np.argsort(gap)
+        small = np.cumsum(gap[order]) <= 0.5 * rtol * up
+        room = (MAX_CELLS - order.size) // (DELTA_SPLIT - 1)
+        nsplit = min(int(order.size - int(small.sum())), room)
+        if nsplit <= 0:
+            break
+        pick = np.zeros(order.size, dtype=bool)
+        pick[order[order.size - nsplit:]] = True
+        rest = ~pick
+        sl, sr = left[pick], right[pick]
+        pts = (sl[:, None] + (sr - sl)[:, None] * frac[None, :]).reshape(-1)
+        np_ = gl_logpdf(pts, mu_p, s_p, b).reshape(nsplit, -1)
+        nq = gl_logpdf(pts, mu_q, s_q, b).reshape(nsplit, -1)
+        ys = np.concatenate([sl[:, None], pts.reshape(nsplit, -1), sr[:, None]], axis=1)
+        ps = np.concatenate([fpl[pick][:, None], np_, fpr[pick][:, None]], axis=1)
+        qs = np.concatenate([fql[pick][:, None], nq, fqr[pick][:, None]], axis=1)
+        nl, nr = ys[:, :-1].reshape(-1), ys[:, 1:].reshape(-1)
+        npl, npr, nql, nqr = ps[:, :-1].reshape(-1), ps[:, 1:].reshape(-1), qs[:, :-1].reshape(-1), qs[:, 1:].reshape(-1)
+        bl, bh, bmin, bmax = _cell_bounds(nr - nl, npl, npr, nql, nqr, b, s_p, s_q)
+        left, right = np.concatenate([left[rest], nl]), np.concatenate([right[rest], nr])
+        fpl, fpr = np.concatenate([fpl[rest], npl]), np.concatenate([fpr[rest], npr])
+        fql, fqr = np.concatenate([fql[rest], nql]), np.concatenate([fqr[rest], nqr])
+        mlo, mhi = np.concatenate([mlo[rest], bl]), np.concatenate([mhi[rest], bh])
+        lmin, lmax = np.concatenate([lmin[rest], bmin]), np.concatenate([lmax[rest], bmax])
+    return lo, up, coord.kappa, int(left.size)
 
 
 def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4,
