@@ -58,6 +58,9 @@ MAX_TAIL_WINDOW = 64.0
 #: input; every cell's bounds hold for any grid, so a coarser grid only widens the certified bracket.
 MAX_BASE_CELLS = 250_000
 MAX_CELLS = 1_000_000
+#: A base cell of the δ grid with at most this mass under both laws is not subdivided (:meth:`GaussLaplaceCoord.delta_cells`).
+NEGLIGIBLE_MASS = 1e-30
+_LOG_NEGLIGIBLE = math.log(NEGLIGIBLE_MASS)
 _SQRT2 = math.sqrt(2.0)
 
 
@@ -152,6 +155,25 @@ def _tail_log_range(x: float, s: float, b: float) -> tuple[float, float]:
     return lo, hi
 
 
+def _cell_bounds(wv: NDArray[np.float64], fpl: NDArray[np.float64], fpr: NDArray[np.float64], fql: NDArray[np.float64],
+                 fqr: NDArray[np.float64], b: float, sp: float,
+                 sq: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(P-mass lower, P-mass upper, ℓ lower, ℓ upper) of cells of widths wv from ln p, ln q at their ends (module
+    notes): ln p between its chord and the chord + κ_P(w), κ(w) = min(w/b, w²/8s²); rounding allowances 1e-12."""
+    kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
+    kq = wv / b if sq <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sq * sq))
+    dfp = np.abs(fpr - fpl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lm = np.where(dfp > 1e-12, np.log(-np.expm1(-dfp) / dfp), np.log1p(-dfp / 2.0))
+    log_mass_lo = np.log(wv) + np.maximum(fpl, fpr) + lm
+    mass_lo = np.exp(log_mass_lo) * (1.0 - 1e-12)
+    mass_hi = np.exp(log_mass_lo + kp) * (1.0 + 1e-12)
+    el, er = fpl - fql, fpr - fqr
+    lmax = np.maximum(el, er) + kp + 1e-12 * (1.0 + np.abs(er))
+    lmin = np.minimum(el, er) - kq - 1e-12 * (1.0 + np.abs(er))
+    return mass_lo, mass_hi, lmin, lmax
+
+
 # --------------------------------------------------------------------------- 1-D pair
 @dataclass
 class GaussLaplaceCoord:
@@ -168,6 +190,7 @@ class GaussLaplaceCoord:
     b: float
     kappa: float = 1e-3
     _cells: dict[str, Any] | None = field(default=None, repr=False)
+    _dcells: dict[str, Any] | None = field(default=None, repr=False)
 
     def reverse(self) -> GaussLaplaceCoord:
         return GaussLaplaceCoord(self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa)
@@ -183,42 +206,59 @@ class GaussLaplaceCoord:
         return base - shift, base + shift
 
     # -------------------------------------------------------------- cells
-    def _key(self, reverse: bool = False) -> bytes:
-        """The exact bits of (μ_p, s_p, μ_q, s_q, b, κ) (or of the reversed pair): the cells' only inputs."""
+    def _key(self, reverse: bool = False, delta: bool = False) -> bytes:
+        """The exact bits of (μ_p, s_p, μ_q, s_q, b, κ) (or of the reversed pair): the cells' only inputs; the
+        δ cells (:meth:`delta_cells`) are keyed apart from the pure-ε cells (:meth:`cells`)."""
+        kind = b"D" if delta else b"S"
         if reverse:
-            return np.array([self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa], dtype=float).tobytes()
-        return np.array([self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, self.kappa], dtype=float).tobytes()
+            return kind + np.array([self.mu_q, self.s_q, self.mu_p, self.s_p, self.b, self.kappa], dtype=float).tobytes()
+        return kind + np.array([self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, self.kappa], dtype=float).tobytes()
 
     def cells(self) -> dict[str, Any]:
-        """Per-cell mass and loss brackets (see the module notes), memoised on the exact inputs.
+        """Per-cell mass and loss brackets (see the module notes) on the pure-ε window, memoised on the exact inputs.
 
-        A pure function of (μ_p, s_p, μ_q, s_q, b, κ): a repeat (another step of a search, the pure and
-        the δ search at one scale) returns the very arrays of the first computation, and the reversed pair
-        reuses its grid and densities (the grid depends on the two laws symmetrically; p and q swap).
+        A pure function of (μ_p, s_p, μ_q, s_q, b, κ): a repeat (another step of a search) returns the very
+        arrays of the first computation, and the reversed pair reuses its grid and densities (the grid depends
+        on the two laws symmetrically; p and q swap). The window reaches far enough for the pure-ε tail
+        remainders (``sup_tail``, ``inf_tail``); δ(ε) uses the smaller :meth:`delta_cells`.
         """
-        if self._cells is not None:
-            return self._cells
-        key = self._key()
+        if self._cells is None:
+            self._cells = self._memo_cells(delta=False)
+        return self._cells
+
+    def delta_cells(self) -> dict[str, Any]:
+        """The cells δ(ε) needs (issue 26): the window of P- and Q-mass (tails beyond it <= 1e-20, counted in
+        ``tail``), without the pure-ε tail window, and cells of negligible mass (<= NEGLIGIBLE_MASS under either
+        law) not subdivided. Every cell's bounds hold for any grid (module notes), so this is as certified as
+        :meth:`cells`; the skipped subdivisions widen the δ bracket by at most MAX_BASE_CELLS·NEGLIGIBLE_MASS
+        = 2.5e-25. ``sup_tail``/``inf_tail`` are infinite here (no pure ε is read from these cells)."""
+        if self._dcells is None:
+            self._dcells = self._memo_cells(delta=True)
+        return self._dcells
+
+    def _memo_cells(self, delta: bool) -> dict[str, Any]:
+        key = self._key(delta=delta)
         with _CELLS_LOCK:
             hit = _CELLS_MEMO.get(key)
             if hit is not None:
                 _CELLS_MEMO.move_to_end(key)
-            rev = _CELLS_MEMO.get(self._key(reverse=True)) if hit is None else None
+            rev = _CELLS_MEMO.get(self._key(reverse=True, delta=delta)) if hit is None else None
         if hit is not None:
-            self._cells = hit
             return hit
-        self._cells = self._compute_cells(rev)
+        out = self._compute_cells(rev, delta)
         with _CELLS_LOCK:
-            _remember(key, self._cells)
-        return self._cells
+            _remember(key, out)
+        return out
 
-    def _compute_cells(self, rev: dict[str, Any] | None) -> dict[str, Any]:
+    def _window(self, delta: bool, kappa: float | None = None) -> tuple[float, float, float, bool]:
+        """(lo, hi, base width w at resolution κ, whether the pure-ε tails are certified) of the grid."""
         b, sp, sq = self.b, self.s_p, self.s_q
+        kappa = self.kappa if kappa is None else kappa
         smax = max(sp, sq)
         smin = min(sp, sq)
-        w = self.kappa * b
+        w = kappa * b
         if smin > 0:
-            w = max(w, math.sqrt(8.0 * self.kappa) * smin)
+            w = max(w, math.sqrt(8.0 * kappa) * smin)
         # window: P-tail <= 1e-20 beyond it, and the pure-ε remainders are ~1e-15 (x >= 8)
         reach = max(19.0 * smax, 92.0 * b)
         ext = [self.mu_p, self.mu_q]
@@ -227,22 +267,31 @@ class GaussLaplaceCoord:
         # the pure-ε tail remainders need x = z/s − s/b >= 8 at the edges, i.e. a window of s(8 + s/b):
         # when the Laplace scale is tiny against s (huge ε) that window is unbounded work, so it is
         # not laid and the tails are left uncertified (sup ℓ = +∞: no pure ε is claimed; δ is unaffected)
-        certified_tails = True
+        certified_tails = not delta
         for mu, s in ((self.mu_p, sp), (self.mu_q, sq)):
-            if s > 0:
+            if s > 0 and not delta:
                 if s * (8.0 + s / b) > MAX_TAIL_WINDOW * reach:
                     certified_tails = False
                     continue
                 lo = min(lo, mu - s * (8.0 + s / b))
                 hi = max(hi, mu + s * (8.0 + s / b))
+        return lo, hi, w, certified_tails
+
+    def _compute_cells(self, rev: dict[str, Any] | None, delta: bool = False) -> dict[str, Any]:
+        lo, hi, w, certified_tails = self._window(delta)
         if rev is not None:  # the reversed pair's grid is this one's (every step above is symmetric in p, q)
             y, fp, fq = rev["y"], rev["fq"], rev["fp"]
         else:
-            y, fp, fq = self._grid(lo, hi, w)
+            y, fp, fq = self._grid(lo, hi, w, skip_negligible=delta)
         return self._bracket_cells(y, fp, fq, lo, hi, certified_tails)
 
-    def _grid(self, lo: float, hi: float, w: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Base grid of width w on [lo, hi], subdivided where ℓ moves by more than κ; ln p, ln q at its points."""
+    def _grid(self, lo: float, hi: float, w: float,
+              skip_negligible: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Base grid of width w on [lo, hi], subdivided where ℓ moves by more than κ; ln p, ln q at its points.
+
+        ``skip_negligible``: a base cell whose mass is at most NEGLIGIBLE_MASS under both laws is not subdivided
+        (its mass under P is <= w·exp(max ln p at its ends + w/b), ln p being within w/b of its chord; the
+        criterion is symmetric in p, q, so the reversed pair's grid is the same)."""
         b, sp, sq = self.b, self.s_p, self.s_q
         n = int(math.ceil((hi - lo) / w))
         if n > MAX_BASE_CELLS:
@@ -255,6 +304,9 @@ class GaussLaplaceCoord:
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
         cnt = np.clip(np.ceil(np.abs(np.diff(ell0)) / self.kappa), 1, 4096).astype(np.int64)
+        if skip_negligible:
+            top = np.maximum(np.maximum(fp0[:-1], fp0[1:]), np.maximum(fq0[:-1], fq0[1:]))
+            cnt[math.log(w) + w / b + top < _LOG_NEGLIGIBLE] = 1
         budget = MAX_CELLS
         if int(cnt.sum()) > budget:
             cnt = np.maximum(1, (cnt * (budget / cnt.sum())).astype(np.int64))
@@ -281,18 +333,19 @@ class GaussLaplaceCoord:
         b, sp, sq = self.b, self.s_p, self.s_q
         ell = fp - fq
         wv = np.diff(y)
-        kp = wv / b if sp <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sp * sp))
-        kq = wv / b if sq <= 0 else np.minimum(wv / b, wv * wv / (8.0 * sq * sq))
-        dfp = np.abs(np.diff(fp))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lm = np.where(dfp > 1e-12, np.log(-np.expm1(-dfp) / dfp), np.log1p(-dfp / 2.0))
-        log_mass_lo = np.log(wv) + np.maximum(fp[:-1], fp[1:]) + lm
-        mass_lo = np.exp(log_mass_lo) * (1.0 - 1e-12)
-        mass_hi = np.exp(log_mass_lo + kp) * (1.0 + 1e-12)
-        lmax = np.maximum(ell[:-1], ell[1:]) + kp + 1e-12 * (1.0 + np.abs(ell[1:]))
-        lmin = np.minimum(ell[:-1], ell[1:]) - kq - 1e-12 * (1.0 + np.abs(ell[1:]))
+        mass_lo, mass_hi, lmin, lmax = _cell_bounds(wv, fp[:-1], fp[1:], fq[:-1], fq[1:], b, sp, sq)
         tail = _tail_mass(self.mu_p - lo, sp, b) + _tail_mass(hi - self.mu_p, sp, b)
-        # ℓ beyond the grid: limit ± remainders
+        sup_t, inf_t = self._tail_bounds(lo, hi, certified_tails)
+        cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
+                 "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t, "fp": fp, "fq": fq}
+        for v in cells.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False  # shared through the memo
+        return cells
+
+    def _tail_bounds(self, lo: float, hi: float, certified_tails: bool) -> tuple[float, float]:
+        """(upper bound on sup ℓ, lower bound on inf ℓ) beyond the window [lo, hi]: limit ± remainders."""
+        b, sp, sq = self.b, self.s_p, self.s_q
         lft, rgt = self.limits
         sup_t, inf_t = -math.inf, math.inf
         for side, lim, edge in (("left", lft, lo), ("right", rgt, hi)):
@@ -302,16 +355,17 @@ class GaussLaplaceCoord:
             inf_t = min(inf_t, lim + rp[0] - rq[1])
         if not certified_tails:
             sup_t, inf_t = math.inf, -math.inf
-        cells = {"y": y, "w": wv, "mass_lo": mass_lo, "mass_hi": mass_hi, "lmin": lmin, "lmax": lmax,
-                 "ell": ell, "tail": min(tail, 1.0), "sup_tail": sup_t, "inf_tail": inf_t, "fp": fp, "fq": fq}
-        for v in cells.values():
-            if isinstance(v, np.ndarray):
-                v.flags.writeable = False  # shared through the memo
-        return cells
+        return sup_t, inf_t
 
     # -------------------------------------------------------------- pure ε
     def sup_bracket(self) -> tuple[float, float, float, float]:
-        """(sup ℓ lower, sup ℓ upper, inf ℓ lower, inf ℓ upper): certified bounds on sup ℓ and inf ℓ."""
+        """(sup ℓ lower, sup ℓ upper, inf ℓ lower, inf ℓ upper): certified bounds on sup ℓ and inf ℓ, each end
+        within ~κ of the other (:func:`_sup_search`, memoised on the exact inputs)."""
+        return _sup_search(self.mu_p, self.s_p, self.mu_q, self.s_q, self.b, self.kappa)
+
+    def grid_sup_bracket(self) -> tuple[float, float, float, float]:
+        """:meth:`sup_bracket` from the full grid of :meth:`cells` (the computation before issue 26's branch and
+        bound; kept as the reference its tests compare against)."""
         c = self.cells()
         lft, rgt = self.limits
         sup_lo = max(float(c["ell"].max()), lft, rgt)
@@ -322,7 +376,7 @@ class GaussLaplaceCoord:
 
     # -------------------------------------------------------------- δ(ε) for this coordinate alone
     def delta_bracket(self, epsilon: float) -> tuple[float, float]:
-        c = self.cells()
+        c = self.delta_cells()
         wu = pld._weights(c["lmax"], epsilon)
         wl = pld._weights(c["lmin"], epsilon)
         up = float(c["mass_hi"] @ wu) + c["tail"]
@@ -331,7 +385,7 @@ class GaussLaplaceCoord:
 
     # -------------------------------------------------------------- PLD interface
     def spread(self) -> float:
-        c = self.cells()
+        c = self.delta_cells()
         mid = 0.5 * (c["lmin"] + c["lmax"])
         m = c["mass_lo"]
         tot = float(m.sum())
@@ -339,11 +393,11 @@ class GaussLaplaceCoord:
         return max(math.sqrt(max(float(m @ (mid - mean) ** 2) / tot, 0.0)), 1e-12)
 
     def loss_range(self, tail: float = pld.TAIL) -> tuple[float, float]:
-        c = self.cells()
+        c = self.delta_cells()
         return float(c["lmin"].min()), float(c["lmax"].max())
 
     def discretise(self, h: float, k_lo: int, k_hi: int) -> pld.Discretised:
-        c = self.cells()
+        c = self.delta_cells()
         size = k_hi - k_lo + 1
         ku = np.ceil(c["lmax"] / h).astype(np.int64) - k_lo
         inf = float(c["mass_hi"][ku >= size].sum()) + c["tail"]
@@ -354,6 +408,100 @@ class GaussLaplaceCoord:
         lower = np.bincount(np.minimum(kl[keep], size - 1), weights=c["mass_lo"][keep], minlength=size)
         return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf,
                                lower=lower.astype(np.float64, copy=False), rel_err=1e-12)
+
+
+#: Coarsest start of :func:`_sup_search` (the base width of κ = 0.1), its least split factor and most passes.
+SUP_START_KAPPA, SUP_SPLIT, SUP_PASSES = 0.1, 8, 60
+#: Pure-ε brackets remembered by :func:`_sup_search` (four floats each).
+SUP_MEMO_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=SUP_MEMO_SIZE)
+def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
+                kappa: float) -> tuple[float, float, float, float]:
+    """Certified (sup ℓ lower, sup ℓ upper, inf ℓ lower, inf ℓ upper) by branch and bound (issue 26).
+
+    The same window, tail remainders and per-cell bounds as :meth:`GaussLaplaceCoord.cells` (ℓ on a cell of
+    width w lies in [min of its end values − κ_Q(w), max of its end values + κ_P(w)], κ(w) = min(w/b, w²/8s²),
+    module notes), but the grid starts coarse (the base width of κ = 0.1) and only the cells that can still
+    hold the supremum (upper end above the best value seen + κ) or the infimum (lower end below the least
+    value seen − κ) are split (into parts whose widening κ(w) is at most half the cell's margin to that bound,
+    at least SUP_SPLIT), until none is left. A cell set aside is final: its bound is
+    within κ of a value ℓ takes, so sup ℓ <= max(best value seen + κ, bounds of the cells left, tail bound)
+    — certified at every pass; the work is where ℓ is near its extremes, not on the whole window.
+    """
+    c = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa)
+    lo, hi, w, certified = c._window(delta=False, kappa=max(kappa, SUP_START_KAPPA))
+    n = min(max(int(math.ceil((hi - lo) / w)), 1), MAX_BASE_CELLS)
+    y = lo + (hi - lo) / n * np.arange(n + 1, dtype=float)
+    y[-1] = hi
+    ell = gl_logpdf(y, mu_p, s_p, b) - gl_logpdf(y, mu_q, s_q, b)
+    lft, rgt = c.limits
+    sup_lo = max(float(ell.max()), lft, rgt)
+    inf_up = min(float(ell.min()), lft, rgt)
+    sup_t, inf_t = c._tail_bounds(lo, hi, certified)
+    done_max, done_min = -math.inf, math.inf  # bounds of the cells set aside
+    left, right, el, er = y[:-1], y[1:], ell[:-1], ell[1:]
+    for _ in range(SUP_PASSES):
+        wv = right - left
+        kp = wv / b if s_p <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_p * s_p))
+        kq = wv / b if s_q <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_q * s_q))
+        slack = 1e-12 * (1.0 + np.maximum(np.abs(el), np.abs(er)))
+        lmax = np.maximum(el, er) + kp + slack
+        lmin = np.minimum(el, er) - kq - slack
+        hi_c = lmax > sup_lo + kappa
+        lo_c = lmin < inf_up - kappa
+        split = hi_c | lo_c
+        keep = ~split
+        if bool(keep.any()):
+            done_max = max(done_max, float(lmax[keep].max()))
+            done_min = min(done_min, float(lmin[keep].min()))
+        if not bool(split.any()):
+            break
+        # each cell is split into as many parts as make its widening at most half its margin to the bound
+        # (κ(w') <= m/2 for w' = max(b m/2, 2 s √m)), at least SUP_SPLIT
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m_hi = np.where(hi_c, sup_lo + kappa - np.maximum(el, er), np.inf)
+            m_lo = np.where(lo_c, np.minimum(el, er) - (inf_up - kappa), np.inf)
+            need_p = np.maximum(0.5 * m_hi * b, 0.0 if s_p <= 0 else 2.0 * s_p * np.sqrt(m_hi))
+            need_q = np.maximum(0.5 * m_lo * b, 0.0 if s_q <= 0 else 2.0 * s_q * np.sqrt(m_lo))
+            parts = np.ceil(wv / np.minimum(need_p, need_q))
+        parts = np.clip(np.nan_to_num(parts, nan=SUP_SPLIT, posinf=4096.0), SUP_SPLIT, 4096.0)[split].astype(np.int64)
+        total = int(parts.sum())
+        if total > MAX_CELLS:  # over the work budget: the cells left stay as they are (still certified)
+            done_max = max(done_max, float(lmax[split].max()))
+            done_min = min(done_min, float(lmin[split].min()))
+            break
+        left, right, el, er = left[split], right[split], el[split], er[split]
+        first = np.cumsum(parts) - parts
+        frac = (np.arange(total) - np.repeat(first, parts)) / np.repeat(parts, parts)
+        ys = np.repeat(left, parts) + np.repeat(right - left, parts) * frac  # frac = 0: the cell's own left end
+        ev = np.empty(total)
+        inner = frac > 0
+        ev[first] = el
+        pts = ys[inner]
+        ev[inner] = gl_logpdf(pts, mu_p, s_p, b) - gl_logpdf(pts, mu_q, s_q, b)
+        if pts.size:
+            sup_lo = max(sup_lo, float(ev[inner].max()))
+            inf_up = min(inf_up, float(ev[inner].min()))
+        last = first + parts - 1  # each cell's last part ends at the cell's right end
+        nxt = np.empty(total)
+        nxt[:-1] = ys[1:]
+        nxt[last] = right
+        enx = np.empty(total)
+        enx[:-1] = ev[1:]
+        enx[last] = er
+        left, right, el, er = ys, nxt, ev, enx
+    else:  # passes exhausted: the cells left count with their bounds
+        wv = right - left
+        kp = wv / b if s_p <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_p * s_p))
+        kq = wv / b if s_q <= 0 else np.minimum(wv / b, wv * wv / (8.0 * s_q * s_q))
+        slack = 1e-12 * (1.0 + np.maximum(np.abs(el), np.abs(er)))
+        done_max = max(done_max, float((np.maximum(el, er) + kp + slack).max(initial=-math.inf)))
+        done_min = min(done_min, float((np.minimum(el, er) - kq - slack).min(initial=math.inf)))
+    sup_up = max(done_max, sup_t)
+    inf_lo = min(done_min, inf_t)
+    return sup_lo, max(sup_up, sup_lo), min(inf_lo, inf_up), inf_up
 
 
 #: Cells remembered by :meth:`GaussLaplaceCoord.cells` (least recently used first), and the most grid points they may hold
@@ -392,6 +540,71 @@ def gl_delta_bracket(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
             break
         coord = coord.refined(coord.kappa / 8.0)
     return lo, up, coord
+
+
+#: Split factor and most passes of :func:`gl_delta_adaptive`.
+DELTA_SPLIT, DELTA_PASSES = 8, 12
+#: δ brackets remembered by :func:`gl_delta_adaptive` (a few floats each).
+DELTA_MEMO_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=DELTA_MEMO_SIZE)
+def gl_delta_adaptive(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float, epsilon: float, *,
+                      rtol: float = 1e-3, target: float | None = None) -> tuple[float, float, float, int]:
+    """Certified δ(ε) bracket of N(μ_p, s_p²) ⊛ Lap(b) against N(μ_q, s_q²) ⊛ Lap(b) by local refinement (issue 26):
+    (lower, upper, starting κ, cells at the end).
+
+    The same per-cell bounds as :func:`gl_delta_bracket` (module notes; they hold for any grid), but instead of
+    rebuilding the whole grid at κ/8 it splits, DELTA_SPLIT ways, only the cells of the δ grid
+    (:meth:`GaussLaplaceCoord.delta_cells` at κ = 1e-2, or 0.1 in decision mode) whose share of the bracket's
+    width m_hi·w(ℓ_max) − m_lo·w(ℓ_min) (w(x) = (1 − e^{ε−x})_+) is largest, leaving those of least share while
+    they hold at most half the allowed width (at most MAX_CELLS cells in all); it stops under the same rule (width <= ``rtol``·upper + 1e-15, or ``target`` decided).
+    Memoised on its arguments (a pure function; the top-up search and both calibration rules repeat them).
+    """
+    coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa=0.1 if target is not None else 1e-2)
+    c = coord.delta_cells()
+    y, fp, fq = c["y"], c["fp"], c["fq"]
+    left, right = y[:-1], y[1:]
+    fpl, fpr, fql, fqr = fp[:-1], fp[1:], fq[:-1], fq[1:]
+    mlo, mhi, lmin, lmax = c["mass_lo"], c["mass_hi"], c["lmin"], c["lmax"]
+    tail = float(c["tail"])
+    frac = np.arange(1, DELTA_SPLIT, dtype=float) / DELTA_SPLIT
+    lo = up = 0.0
+    for step in range(DELTA_PASSES + 1):
+        cu = mhi * pld._weights(lmax, epsilon)
+        cl = mlo * pld._weights(lmin, epsilon)
+        lo = max(0.0, float(cl.sum()))
+        up = min(1.0, float(cu.sum()) + tail)
+        if up - lo <= rtol * up + 1e-15 or (target is not None and (up <= target or lo > target)) or step == DELTA_PASSES:
+            break
+        # split the cells of largest share, leaving unsplit those of least share while they sum to <= half the
+        # allowed width (every cell stays in the sum: a later, smaller upper end may ask for them to be split)
+        gap = cu - cl
+        order = np.argsort(gap)
+        small = np.cumsum(gap[order]) <= 0.5 * rtol * up
+        room = (MAX_CELLS - order.size) // (DELTA_SPLIT - 1)
+        nsplit = min(int(order.size - int(small.sum())), room)
+        if nsplit <= 0:
+            break
+        pick = np.zeros(order.size, dtype=bool)
+        pick[order[order.size - nsplit:]] = True
+        rest = ~pick
+        sl, sr = left[pick], right[pick]
+        pts = (sl[:, None] + (sr - sl)[:, None] * frac[None, :]).reshape(-1)
+        np_ = gl_logpdf(pts, mu_p, s_p, b).reshape(nsplit, -1)
+        nq = gl_logpdf(pts, mu_q, s_q, b).reshape(nsplit, -1)
+        ys = np.concatenate([sl[:, None], pts.reshape(nsplit, -1), sr[:, None]], axis=1)
+        ps = np.concatenate([fpl[pick][:, None], np_, fpr[pick][:, None]], axis=1)
+        qs = np.concatenate([fql[pick][:, None], nq, fqr[pick][:, None]], axis=1)
+        nl, nr = ys[:, :-1].reshape(-1), ys[:, 1:].reshape(-1)
+        npl, npr, nql, nqr = ps[:, :-1].reshape(-1), ps[:, 1:].reshape(-1), qs[:, :-1].reshape(-1), qs[:, 1:].reshape(-1)
+        bl, bh, bmin, bmax = _cell_bounds(nr - nl, npl, npr, nql, nqr, b, s_p, s_q)
+        left, right = np.concatenate([left[rest], nl]), np.concatenate([right[rest], nr])
+        fpl, fpr = np.concatenate([fpl[rest], npl]), np.concatenate([fpr[rest], npr])
+        fql, fqr = np.concatenate([fql[rest], nql]), np.concatenate([fqr[rest], nqr])
+        mlo, mhi = np.concatenate([mlo[rest], bl]), np.concatenate([mhi[rest], bh])
+        lmin, lmax = np.concatenate([lmin[rest], bmin]), np.concatenate([lmax[rest], bmax])
+    return lo, up, coord.kappa, int(left.size)
 
 
 def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4,

@@ -150,9 +150,9 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
         if status == "disjoint":
             return Profile(epsilon, 1.0, 1.0, DISJOINT, pair)
         if len(gl) == 1 and not gcs:
-            lo, up, c = lap.gl_delta_bracket(gl[0].mu_p, gl[0].s_p, gl[0].mu_q, gl[0].s_q, gl[0].b, epsilon,
-                                             rtol=rtol, target=target)
-            return Profile(epsilon, up, min(lo, up), CELLS, pair, {"kappa": c.kappa, "cells": len(c.cells()["y"]) - 1})
+            lo, up, kappa, ncells = lap.gl_delta_adaptive(gl[0].mu_p, gl[0].s_p, gl[0].mu_q, gl[0].s_q, gl[0].b, epsilon,
+                                                          rtol=rtol, target=target)
+            return Profile(epsilon, up, min(lo, up), CELLS, pair, {"kappa": kappa, "cells": ncells})
         br = pld.pld_bracket([*gl, *gcs], epsilon, rtol=rtol, target=target)
         return Profile(epsilon, br.upper, br.lower, PLD + " over Gaussian ⊛ Laplace coordinates", pair,
                        {"grid_width": br.h, "cells": br.cells})
