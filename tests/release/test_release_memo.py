@@ -112,3 +112,74 @@ def test_a_memo_hit_equals_the_evaluation_and_sets_the_gap_it_computed(small) ->
     other = diagnose_assumptions(model, pairs, epsilon=1.0, delta=1e-3, rng=11)  # another lazy Δ_W: not a hit
     evaluate_public("wasserstein", model, pairs, other, **kw)
     assert other.wasserstein_computed
+
+
+def test_memo_hands_out_copies_and_keeps_shared_objects() -> None:
+    """Changing a returned value in place changes neither the stored one nor a later call's (review29b, finding
+    1); the objects ``shared`` names are the same on every call (their identity keys later memo entries)."""
+    memo.clear()
+    keep = lambda: 1.0  # noqa: E731
+    calls = []
+
+    def compute():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return {"scales": [1.0, 2.0], "lazy": keep}
+
+    first = memo.memoized("copies", ("k",), compute, shared=lambda v: [v["lazy"]])
+    first["scales"][0] = 0.1
+    second = memo.memoized("copies", ("k",), compute, shared=lambda v: [v["lazy"]])
+    assert calls == [1]
+    assert second["scales"] == [1.0, 2.0] and second is not first
+    assert second["lazy"] is keep and first["lazy"] is keep
+
+
+def test_memo_records_only_its_own_threads_warnings() -> None:
+    """Another thread's warnings raised while a memoised computation runs are shown as usual and never stored
+    or replayed to a later call (review29b, finding 2)."""
+    import threading
+
+    memo.clear()
+    started, release = threading.Event(), threading.Event()
+
+    def compute() -> int:
+        started.set()
+        release.wait(5)
+        warnings.warn("own warning", UserWarning, stacklevel=1)
+        return 3
+
+    def other() -> None:
+        started.wait(5)
+        warnings.warn("other thread's warning", UserWarning, stacklevel=1)
+        release.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with warnings.catch_warnings(record=True) as first:
+        warnings.simplefilter("always")
+        assert memo.memoized("threads", ("k",), compute) == 3
+    t.join()
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always")
+        assert memo.memoized("threads", ("k",), compute) == 3
+    assert [str(w.message) for w in later] == ["own warning"]
+    assert "own warning" in [str(w.message) for w in first]
+
+
+def test_replayed_warnings_keep_their_module_for_filters() -> None:
+    """A caller's ``filterwarnings(module=...)`` silences a replayed warning as it does the original (review29b,
+    finding 3)."""
+    memo.clear()
+    # a module whose name ("fake.module") is not its file's ("elsewhere.py"), as for a package's modules
+    scope: dict[str, object] = {"__name__": "fake.module", "warnings": warnings}
+    exec(compile("def compute():\n    warnings.warn('raised in fake.module', UserWarning, stacklevel=1)\n"
+                 "    return 1\n", "/nowhere/elsewhere.py", "exec"), scope)
+    for _ in range(2):  # the miss and the hit
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            warnings.filterwarnings("ignore", module=r"fake\.module")
+            memo.memoized("module", ("k",), scope["compute"])  # type: ignore[arg-type]
+        assert seen == []
+    with warnings.catch_warnings(record=True) as seen:  # and shown without the filter
+        warnings.simplefilter("always")
+        memo.memoized("module", ("k",), scope["compute"])  # type: ignore[arg-type]
+    assert [str(w.message) for w in seen] == ["raised in fake.module"]

@@ -18,7 +18,6 @@ noise uses fresh entropy — or the ``seed`` of the spec, for tests only.
 
 from __future__ import annotations
 
-import copy
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,9 +286,9 @@ def gap_profile(prep: Prepared, selection: Selection, guarantee: Guarantee) -> d
     from .memo import memoized
 
     args = (prep.modelling.model, spec, selection.chosen, float(guarantee.epsilon), float(guarantee.delta))
-    return copy.deepcopy(memoized(  # once per process for the same public inputs (issue 26)
+    return memoized(  # once per process for the same public inputs (issue 26); a copy each call
         "gap_profiles", args, lambda: gap_profiles(*args[:3], epsilon=args[3], delta=args[4]),
-        enabled=prep.modelling.public))
+        enabled=prep.modelling.public)
 
 
 def _framework(g: Guarantee) -> str:

@@ -14,17 +14,27 @@ a function of the private rows (a hit would then time whether two private tables
 raised by a computation are recorded and replayed on every call, hit or miss, so a caller sees the same
 warnings either way. A fresh process (every ``distpriv`` command, every side-channel run of the audit) starts
 with an empty memo.
+
+Nothing stored is ever handed out: every call, hit or miss, returns a deep copy (the objects named by
+``shared`` excepted), so a caller changing a result in place cannot change a later release. One memoised
+computation runs at a time (a process-wide lock), and only the warnings of the computing thread are recorded:
+another thread's warnings raised meanwhile are shown as usual, never stored and replayed to another release.
+Replays keep the warning's module name, so ``filterwarnings(..., module=...)`` treats them as the originals.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import pickle
+import sys
+import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,7 +42,21 @@ T = TypeVar("T")
 #: Most entries kept (least recently used dropped first); an entry is one candidate or one k-gap table.
 MAX_ENTRIES = 512
 
-_STORE: OrderedDict[str, tuple[Any, list[warnings.WarningMessage]]] = OrderedDict()
+@dataclass(frozen=True)
+class _Warning:
+    """One recorded warning, with the module it was raised in (for ``warn_explicit``'s module filters)."""
+
+    message: Warning | str
+    category: type[Warning]
+    filename: str
+    lineno: int
+    module: str | None
+
+
+_STORE: OrderedDict[str, tuple[Any, list[_Warning]]] = OrderedDict()
+#: One memoised computation at a time: the recording swaps the process-wide warning state (re-entrant: a
+#: memoised computation may call another).
+_LOCK = threading.RLock()
 #: Per-file warning registries of the replays (Python's "show once per location" for the replayed warnings).
 _REGISTRIES: dict[str, dict[Any, Any]] = {}
 
@@ -58,38 +82,71 @@ def digest(*parts: Any) -> str | None:
     return hashlib.sha256(data).hexdigest()
 
 
-def _replay(caught: list[warnings.WarningMessage]) -> None:
+def _module_of(filename: str, lineno: int) -> str | None:
+    """The ``__name__`` of the frame that raised a warning at ``filename:lineno`` (``None`` if not on the stack)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == filename and frame.f_lineno == lineno:
+            name = frame.f_globals.get("__name__")
+            return name if isinstance(name, str) else None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _replay(caught: list[_Warning]) -> None:
     for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, module=w.module,
                                registry=_REGISTRIES.setdefault(w.filename, {}))
 
 
-def memoized(tag: str, key: tuple[Any, ...], compute: Callable[[], T], *, enabled: bool = True) -> T:
+def _record(compute: Callable[[], T]) -> tuple[T, list[_Warning]]:
+    """``compute()`` and the warnings this thread raised meanwhile (shown again by the caller, :func:`_replay`);
+    other threads' warnings go to the display they would have had (``warnings.showwarning`` before)."""
+    me = threading.get_ident()
+    caught: list[_Warning] = []
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def hook(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if threading.get_ident() == me:
+                caught.append(_Warning(message, category, filename, lineno, _module_of(filename, lineno)))
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = hook
+        warnings.simplefilter("always")
+        try:
+            value = compute()
+        except BaseException:
+            _replay(caught)  # not memoised: the warnings before the error, as without the memo
+            raise
+    return value, caught
+
+
+def memoized(tag: str, key: tuple[Any, ...], compute: Callable[[], T], *, enabled: bool = True,
+             shared: Callable[[T], Iterable[Any]] = lambda _v: ()) -> T:
     """``compute()``, computed once per ``(tag, key)`` in this process; its warnings replayed on every call.
 
     ``key``: every input ``compute`` reads, all public (module docstring); ``enabled=False`` computes without the
-    memo. The value returned is the stored one: callers copy what they might change.
+    memo. Every call returns a deep copy of the stored value, except the objects ``shared(value)`` names (kept as
+    they are, e.g. a function whose identity enters later keys: :func:`token`).
     """
     k = digest(tag, *key) if enabled else None
     if k is None:
         return compute()
-    hit = _STORE.get(k)
-    if hit is None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                value = compute()
-            except BaseException:
-                _replay(list(caught))  # not memoised: the warnings before the error, as without the memo
-                raise
-        hit = (value, list(caught))
-        _STORE[k] = hit
-        while len(_STORE) > MAX_ENTRIES:
-            _STORE.popitem(last=False)
-    else:
-        _STORE.move_to_end(k)
+    with _LOCK:
+        hit = _STORE.get(k)
+        if hit is None:
+            hit = _record(compute)
+            _STORE[k] = hit
+            while len(_STORE) > MAX_ENTRIES:
+                _STORE.popitem(last=False)
+        else:
+            _STORE.move_to_end(k)
+        value = copy.deepcopy(hit[0], {id(o): o for o in shared(hit[0])})
     _replay(hit[1])
-    return hit[0]
+    return value
 
 
 def clear() -> None:

@@ -111,7 +111,8 @@ def _points_at(names: list[str], done: dict[str, Candidate], ctx: PublicContext,
         if nm in bounds and bounds[nm] * (1.0 - MC_ALLOWANCE) > best:
             lower[nm] = bounds[nm]
             continue
-        found[nm] = evaluate_public(nm, model, list(ctx.pairs), d, **kwargs)  # a public model (ctx.modelling)
+        found[nm] = evaluate_public(nm, model, list(ctx.pairs), d, memo=ctx.modelling is not None
+                                    and ctx.modelling.public, **kwargs)  # public inputs only (release.memo)
     return {nm: _curve_point(found[nm]) if nm in found else None for nm in names}, lower
 
 
@@ -277,7 +278,7 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
         i += bool(pts or lows)
     if bounded:
         ax.plot([], [], ls="none", marker="o", mfc="none", color="grey",
-                label="open: certified lower bound (provably not the least error at that ε)")
+                label="open: certified lower bound (not calibrated: above the least error found at that ε)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(eps, [f"{e:g}" for e in eps])
@@ -285,14 +286,19 @@ def _release_figures(ctx: PublicContext, curves: dict[str, list[float | None]],
     ax.minorticks_off()
     ax.set_xlabel("privacy parameter ε")
     ax.set_ylabel("expected L2 error E||Z||₂ (standardised units)")
-    ax.set_title(f"Expected error vs ε (δ = {ctx.delta:g}); valid mechanisms only")
+    zero = [e for j, e in enumerate(eps)  # where a release without noise is private: error 0, off the log axis
+            if any(v[j] == 0 for k, v in curves.items() if k != "epsilon" and not k.startswith(LOWER_BOUND))]
+    ax.set_title(f"Expected error vs ε (δ = {ctx.delta:g}); filled: mechanisms whose guarantee holds")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     figs.append(Figure("error_vs_epsilon", fig, "expected L2 error (of the standardised statistics) of each mechanism "
                        "whose guarantee holds, vs ε" + ("; open markers: a certified lower bound on the error of a "
-                                                       "mechanism that provably does not have the least error at that "
-                                                       "ε (not calibrated there)" if bounded else "")))
+                                                       "mechanism not calibrated at that ε, because the bound (less "
+                                                       f"the {MC_ALLOWANCE:.0%} allowance for the Monte Carlo estimates) exceeds the "
+                                                       "estimated error of another mechanism there" if bounded else "")
+                       + ("; no noise is needed (error 0, not drawn on the log axis) at ε = "
+                          + ", ".join(f"{e:g}" for e in zero if e is not None) if zero else "")))
     plt.close(fig)
     if attack_rows is not None:
         fig, ax = plt.subplots(figsize=(7, 4))

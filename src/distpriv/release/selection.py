@@ -487,6 +487,12 @@ def evaluate_candidate(
 _LAZY_FIELDS = ("_translation", "_wasserstein", "_gaussian")
 
 
+def _lazy_gaps(diag: Diagnostics) -> list[Any]:
+    """The functions of ``diag`` that compute a gap on first use (shared by the memo's copies: their identity is
+    part of :func:`diagnostics_key`)."""
+    return [v for f in _LAZY_FIELDS if callable(v := getattr(diag, f))]
+
+
 def diagnostics_key(diag: Diagnostics) -> tuple[Any, ...]:
     """What a memo key holds of ``diag``: every field, a not yet computed gap as the identity of the function that
     computes it (:func:`distpriv.release.memo.token`; copies made with ``dataclasses.replace`` share it)."""
@@ -743,9 +749,9 @@ def select_mechanism(
         # once per process for the same public inputs and seeded stream (a copy each)
         from .memo import memoized
 
-        diag = replace(memoized("diagnose_assumptions", (model, list(pairs), epsilon, delta, alpha, rng),
-                                lambda: diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha,
-                                                             rng=rng)))
+        diag = memoized("diagnose_assumptions", (model, list(pairs), epsilon, delta, alpha, rng),
+                        lambda: diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng),
+                        shared=_lazy_gaps)  # the functions computing a gap on first use: their identity keys
     elif isinstance(model, EmpiricalModel):
         diag = diagnose_assumptions(model, pairs, epsilon=epsilon, delta=delta, alpha=alpha, rng=rng)
     else:
