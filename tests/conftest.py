@@ -278,10 +278,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def _plain_nodeid(nodeid: str) -> str:
-    """The node id without the ``@group`` suffix pytest-xdist adds to the tests of an ``xdist_group`` (the groups
-    set here are named after the test's file)."""
-    file = nodeid.split("::", 1)[0]
-    return nodeid[: -len(file) - 1] if nodeid.endswith(f"@{file}") else nodeid
+    """The node id without the ``@group`` suffix of the tests of an ``xdist_group`` (a test's file, or
+    :data:`ENGINE_GROUP`): from the last ``@`` after the last ``]`` and ``::``, as pytest-xdist splits it."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > max(nodeid.rfind("]"), nodeid.rfind("::")) else nodeid
 
 
 _TEST_CPU: dict[str, float] = {}
@@ -399,8 +399,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = ENGINE_GROUP if item.nodeid.split("::", 1)[0] in engine_files else _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    if os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("dist", None) == "loadgroup":
+    if os.environ.get("PYTEST_XDIST_WORKER") and _loadgroup(config):
         items[:] = _longest_first(config, items)
+
+
+def _loadgroup(config: pytest.Config) -> bool:
+    """Under ``--dist loadgroup``? On an xdist worker ``dist`` is ``"no"``; pytest-xdist sets ``loadgroup`` there."""
+    return bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", None) == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends the collected node ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") and _loadgroup(session.config):
+        _name_groups(session.items)
+
+
+def _name_groups(items: list[pytest.Item]) -> None:
+    """Give every test of an ``xdist_group`` the node id ``ID@GROUP`` from which ``--dist loadgroup`` reads its group.
+
+    pytest-xdist (3.8) writes it to ``item._nodeid``, which pytest 9 no longer reads (the node id lives in
+    ``item._id``): every test was then its own work unit, the tests of a file with a module fixture were spread over
+    both workers, each computing the fixture, and the Dask cluster and the Spark JVM each started on both workers
+    (the audit fixture of tests/release/test_audit_leaks.py ran twice, 18 s CPU each, in the run of 27 Nov 07:53).
+    Only where the node id lacks the suffix, i.e. where pytest-xdist's renaming had no effect."""
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names or item.nodeid.endswith("@" + "_".join(names)):
+            continue
+        node_id = getattr(item, "_id", None)
+        parse = getattr(type(node_id), "parse", None)
+        if parse is not None:
+            item._id = parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 # --------------------------------------------------------------------------- balancing the two workers (issue 26)
