@@ -278,10 +278,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def _plain_nodeid(nodeid: str) -> str:
-    """The node id without the ``@group`` suffix pytest-xdist adds to the tests of an ``xdist_group`` (the groups
-    set here are named after the test's file)."""
-    file = nodeid.split("::", 1)[0]
-    return nodeid[: -len(file) - 1] if nodeid.endswith(f"@{file}") else nodeid
+    """The node id without the ``@group`` suffix of the tests of an ``xdist_group`` (a test's file, or
+    :data:`ENGINE_GROUP`): from the last ``@`` after the last ``]`` and ``::``, as pytest-xdist splits it."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > max(nodeid.rfind("]"), nodeid.rfind("::")) else nodeid
 
 
 _TEST_CPU: dict[str, float] = {}
@@ -399,8 +399,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = ENGINE_GROUP if item.nodeid.split("::", 1)[0] in engine_files else _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    if os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("dist", None) == "loadgroup":
+    if os.environ.get("PYTEST_XDIST_WORKER") and _loadgroup(config):
         items[:] = _longest_first(config, items)
+
+
+def _loadgroup(config: pytest.Config) -> bool:
+    """Under ``--dist loadgroup``? On an xdist worker ``dist`` is ``"no"``; pytest-xdist sets ``loadgroup`` there."""
+    return bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", None) == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends the collected node ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") and _loadgroup(session.config):
+        _name_groups(session.items)
+
+
+def _name_groups(items: list[pytest.Item]) -> None:
+    """Give every test of an ``xdist_group`` the node id ``ID@GROUP`` from which ``--dist loadgroup`` reads its group.
+
+    pytest-xdist (3.8) writes it to ``item._nodeid``, which pytest 9 no longer reads (the node id lives in
+    ``item._id``): every test was then its own work unit, the tests of a file with a module fixture were spread over
+    both workers, each computing the fixture, and the Dask cluster and the Spark JVM each started on both workers
+    (the audit fixture of tests/release/test_audit_leaks.py ran twice, 18 s CPU each, in the run of 27 Nov 07:53).
+    Only where the node id lacks the suffix, i.e. where pytest-xdist's renaming had no effect."""
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names or item.nodeid.endswith("@" + "_".join(names)):
+            continue
+        node_id = getattr(item, "_id", None)
+        parse = getattr(type(node_id), "parse", None)
+        if parse is not None:
+            item._id = parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 # --------------------------------------------------------------------------- balancing the two workers (issue 26)
@@ -478,6 +508,10 @@ def _store_cpu_seconds(config: pytest.Config) -> None:
 #: The JVM outlives the session (PySpark's gateway) and exits with the pytest process, which never waits for it: its
 #: CPU time is not in ``make test``'s total, but it competes with the xdist workers for the two cores.
 SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Adaptive query execution is off (``spark.sql.adaptive.enabled``): it re-plans every query with a shuffle after its
+# first stage, work that only pays on large data; the JVM spent 24.5 s CPU on the two Spark tests with it off against
+# 27.8 s with it on (means of three runs each, loaded machine, 27 Nov 2026). Whole-stage code generation off did not
+# help (27.9 s).
 
 _OPEN: dict[str, tuple[Any, Callable[[], None]]] = {}
 
@@ -493,10 +527,27 @@ def _close(name: str) -> None:
     close()
 
 
+#: Dask settings of the test cluster: its diagnostics off or slowed down. Each worker's statistical profiler samples
+#: its threads every 10 ms and the scheduler, the nannies and the workers tick every 20 ms and poll psutil every
+#: 0.5 s: ~0.11 CPU s per wall second of an idle cluster (the cluster stays open while the Spark tests run, and
+#: the machine may be loaded), ~0.017 with these (30 s idle, measured 27 Nov 2026). Results are unaffected.
+DASK_TEST_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.profile.interval": "1s",
+    "distributed.worker.profile.cycle": "10s",
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.scheduler.work-stealing-interval": "1s",
+}
+
+
 def _start_dask() -> tuple[Any, Callable[[], None]]:
     pytest.importorskip("dask.dataframe", reason="dask is not installed (pip install 'distpriv[dask]')")
     distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'distpriv[dask]')")
-    with warnings.catch_warnings():
+    import dask
+
+    with warnings.catch_warnings(), dask.config.set(DASK_TEST_CONFIG):
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None, memory_limit="1GiB")
@@ -534,6 +585,7 @@ def _start_spark() -> tuple[Any, Callable[[], None]]:
         .config("spark.driver.memory", "1g")
         .config("spark.driver.extraJavaOptions", SPARK_JAVA_OPTIONS)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -153,3 +153,29 @@ def test_string_labels_compare_as_text(tmp_path):
 def test_count_rows(table, tmp_path):
     for backend in ("pandas", "parquet-glob", "csv"):
         assert dd.count_rows(as_backend(table, backend, tmp_path)) == len(table)
+
+
+def test_dask_partition_function_is_the_pandas_group_by():
+    """The per-partition function of the Dask products pass (distpriv.data.aggregate._partial_products) against
+    pandas' own group_by on one partition: sums, minima and maxima skip NaN and nulls (an all-missing group has
+    sum 0 and min/max NaN), products are summed over the rows where both factors are present."""
+    from distpriv.data.aggregate import OK, G, _partial_products, _v
+
+    rng = np.random.default_rng(5)
+    n = 40
+    pdf = pd.DataFrame({G: rng.random(n) < 0.5, OK: rng.random(n) < 0.7,
+                        _v(0): pd.array(rng.normal(size=n), dtype="Float64"), _v(1): rng.normal(size=n)})
+    pdf.loc[~pdf[OK], _v(0)] = pd.NA  # incomplete rows: a null in the nullable column
+    pdf.loc[~pdf[OK], _v(1)] = np.nan  # and a NaN in the numpy one
+    extra = [("n", "len", None), ("s0", "sum", _v(0)), ("lo1", "min", _v(1)), ("hi0", "max", _v(0))]
+    got = _partial_products(pdf, [G, OK], [(0, 0), (0, 1), (1, 1)], extra).set_index([G, OK]).sort_index()
+    x = pdf.assign(**{_v(0): pdf[_v(0)].astype(float)})
+    x["p00"], x["p01"], x["p11"] = x[_v(0)] ** 2, x[_v(0)] * x[_v(1)], x[_v(1)] ** 2
+    want = x.groupby([G, OK]).agg(n=(_v(1), "size"), s0=(_v(0), "sum"), lo1=(_v(1), "min"), hi0=(_v(0), "max"),
+                                  p00=("p00", "sum"), p01=("p01", "sum"), p11=("p11", "sum")).sort_index()
+    assert list(got.index) == list(want.index) and len(got) == 4
+    for col, ref in (("n", "n"), ("s0", "s0"), ("lo1", "lo1"), ("hi0", "hi0"), ("__dp_p0_0", "p00"),
+                     ("__dp_p0_1", "p01"), ("__dp_p1_1", "p11")):
+        np.testing.assert_allclose(got[col].to_numpy(dtype=float), want[ref].to_numpy(dtype=float), rtol=1e-12)
+    assert got.loc[(True, False), "s0"] == 0.0 and np.isnan(got.loc[(False, False), "lo1"])
+    assert _partial_products(pdf.iloc[:0], [G, OK], [(0, 1)], extra).empty
