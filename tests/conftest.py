@@ -345,9 +345,6 @@ SLOW_TESTS = (
     "tests/experiments/test_chen_ohrimenko_cli.py::test_cli_table3_json",
     # measured > 3.5 s CPU each in `make test-fast` (--cpu-durations, 27 Nov 2026 00:49; 329 s CPU before these)
     "tests/release/test_release_run.py::test_protect_and_the_cli_write_the_same_release",
-    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[expm-laplace-model0-",
-    "tests/accounting/test_laplace_delta_budget.py::test_delta_budget_never_costs_more_than_pure[dirm-laplace-model1-",
-    "tests/accounting/test_laplace_delta_budget.py::test_topup_laplace_is_capped_by_the_pure_topup",
     "tests/experiments/test_attribute_experiment.py::test_school_releases",
     "tests/release/test_release_range.py::test_population_coverage_warning_from_public_counts",
     "tests/data/test_data_sample.py::test_inclusion_is_uniform[parquet]",
