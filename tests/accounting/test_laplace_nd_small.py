@@ -132,3 +132,21 @@ def test_dirm_laplace_two_pairs_at_small_epsilon():
     small = po.NoiseLaw("laplace", law.covariance / 1.1 ** 2, law.basis, law.scales / 1.1)
     o = po.output_delta(model.mean(0), model.covariance(0), model.mean(1), model.covariance(1), small, 0.1)
     assert o.delta - o.tol > 1e-4
+
+
+def test_a_laplace_scale_far_below_the_gaussian_spread_falls_back_to_the_coupling_bound() -> None:
+    """review29a: at b ~ 1e-6 of the Gaussian sd the grid's error factors overflowed (OverflowError from
+    ``tight=True``); the coupling bound, which the grid could not have beaten there, now stands."""
+    import distpriv as dp
+    from distpriv.accounting import proven_delta
+    from distpriv.noise import NoiseLaw
+
+    v = np.array([1.0, 1.0]) / np.sqrt(2.0)
+    model = dp.GaussianModel(means={0: np.zeros(2), 1: np.array([1e-6, 0.0])},
+                             covariances={0: np.eye(2), 1: np.eye(2) + 0.05 * np.outer(v, v)})
+    law = NoiseLaw.laplace(np.eye(2), [1e-6, 1e-6])
+    tight = proven_delta(model, [(0, 1)], law, 4.0, tight=True)
+    assert tight.delta_upper == proven_delta(model, [(0, 1)], law, 4.0).delta_upper
+    m = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=4.0, delta=1e-6, tight=True)
+    default = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=4.0, delta=1e-6)
+    assert m.guarantee.delta <= 1e-6 and m.laplace_scale <= default.laplace_scale

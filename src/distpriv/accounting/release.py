@@ -205,8 +205,11 @@ def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: Nois
     if not nd.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
         return None
     assert noise.basis is not None and noise.scales is not None
-    return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
-                           noise.scales, epsilon, target=target, beat=upper)
+    try:
+        return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
+                               noise.scales, epsilon, target=target, beat=upper)
+    except OverflowError:  # a Laplace scale far below the Gaussian spread (review29a): the grid's error
+        return None  # factors overflow where its bracket could not beat the coupling bound, which stands
 
 
 def _tight_3d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
@@ -218,8 +221,11 @@ def _tight_3d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: Nois
     if not l3d.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
         return None
     assert noise.basis is not None and noise.scales is not None
-    return l3d.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
-                            noise.scales, epsilon, target=target, beat=upper)
+    try:
+        return l3d.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
+                                noise.scales, epsilon, target=target, beat=upper)
+    except OverflowError:  # a Laplace scale far below the Gaussian spread (review29a): the grid's error
+        return None  # factors overflow where its bracket could not beat the coupling bound, which stands
 
 
 #: Decision mode of :func:`_composition_bound`: stop the split search at the first split whose bound is at most
