@@ -428,7 +428,9 @@ def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
     value seen − κ) are split (into parts whose widening κ(w) is at most half the cell's margin to that bound,
     at least SUP_SPLIT), until none is left. A cell set aside is final: its bound is
     within κ of a value ℓ takes, so sup ℓ <= max(best value seen + κ, bounds of the cells left, tail bound)
-    — certified at every pass; the work is where ℓ is near its extremes, not on the whole window.
+    — certified at every pass; the work is where ℓ is near its extremes, not on the whole window. A pass that
+    would exceed MAX_CELLS splits only the cells of largest margin that fit and keeps the others whole for the
+    next pass (freezing them all left the coarse κ = 0.1 bounds when b >> s, review29c).
     """
     c = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa)
     lo, hi, w, certified = c._window(delta=False, kappa=max(kappa, SUP_START_KAPPA))
@@ -468,10 +470,16 @@ def _sup_search(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float,
             parts = np.ceil(wv / np.minimum(need_p, need_q))
         parts = np.clip(np.nan_to_num(parts, nan=SUP_SPLIT, posinf=4096.0), SUP_SPLIT, 4096.0)[split].astype(np.int64)
         total = int(parts.sum())
-        if total > MAX_CELLS:  # over the work budget: the cells left stay as they are (still certified)
-            done_max = max(done_max, float(lmax[split].max()))
-            done_min = min(done_min, float(lmin[split].min()))
-            break
+        if total > MAX_CELLS:  # over the work budget: split the cells of largest margin that fit, keep the rest whole
+            margin = np.maximum(lmax - (sup_lo + kappa), (inf_up - kappa) - lmin)[split]
+            order = np.argsort(-margin, kind="stable")
+            fits = np.cumsum(parts[order] - 1) <= MAX_CELLS - parts.size
+            if not bool(fits[0]):  # not even one cell fits: the cells left stay as they are (still certified)
+                done_max = max(done_max, float(lmax[split].max()))
+                done_min = min(done_min, float(lmin[split].min()))
+                break
+            parts[order[~fits]] = 1  # kept whole this pass (a later pass may split them)
+            total = int(parts.sum())
         left, right, el, er = left[split], right[split], el[split], er[split]
         first = np.cumsum(parts) - parts
         frac = (np.arange(total) - np.repeat(first, parts)) / np.repeat(parts, parts)
@@ -559,6 +567,8 @@ def gl_delta_adaptive(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float
     (:meth:`GaussLaplaceCoord.delta_cells` at κ = 1e-2, or 0.1 in decision mode) whose share of the bracket's
     width m_hi·w(ℓ_max) − m_lo·w(ℓ_min) (w(x) = (1 − e^{ε−x})_+) is largest, leaving those of least share while
     they hold at most half the allowed width (at most MAX_CELLS cells in all); it stops under the same rule (width <= ``rtol``·upper + 1e-15, or ``target`` decided).
+    If it ends still too wide (over the cell budget or the passes), the bracket is intersected with
+    :func:`gl_delta_bracket`'s (both are certified), so it is never looser than the full-grid refinement (review29c).
     Memoised on its arguments (a pure function; the top-up search and both calibration rules repeat them).
     """
     coord = GaussLaplaceCoord(mu_p, s_p, mu_q, s_q, b, kappa=0.1 if target is not None else 1e-2)
@@ -604,6 +614,13 @@ def gl_delta_adaptive(mu_p: float, s_p: float, mu_q: float, s_q: float, b: float
         fql, fqr = np.concatenate([fql[rest], nql]), np.concatenate([fqr[rest], nqr])
         mlo, mhi = np.concatenate([mlo[rest], bl]), np.concatenate([mhi[rest], bh])
         lmin, lmax = np.concatenate([lmin[rest], bmin]), np.concatenate([lmax[rest], bmax])
+    if not (up - lo <= rtol * up + 1e-15 or (target is not None and (up <= target or lo > target))):
+        # ended over the cell budget or the passes, still too wide (e.g. s_q/s_p ~ 100 with b << s_p: the base grid's
+        # κ subdivision fills MAX_CELLS over Q's window, review29c): intersect with the full-grid refinement
+        # (both brackets are certified, so their intersection is)
+        flo, fup, fc = gl_delta_bracket(mu_p, s_p, mu_q, s_q, b, epsilon, rtol=rtol, target=target)
+        lo, up = max(lo, flo), min(up, fup)
+        return min(lo, up), up, fc.kappa, int(fc.delta_cells()["y"].size - 1)
     return lo, up, coord.kappa, int(left.size)
 
 
@@ -618,18 +635,21 @@ def gl_pure_epsilon(coords: list[GaussLaplaceCoord], *, rtol: float = 1e-4,
     """
     if target is not None:
         coords = [c.refined(0.1) for c in coords]
+    lower, upper = 0.0, math.inf
     for _ in range(6 if target is not None else 4):
         brs = [c.sup_bracket() for c in coords]
         sup_lo = sum(x[0] for x in brs)
         sup_up = sum(x[1] for x in brs)
         inf_lo = sum(x[2] for x in brs)
         inf_up = sum(x[3] for x in brs)
-        lower = max(sup_lo, -inf_up, 0.0)
-        upper = max(sup_up, -inf_lo, 0.0)
+        # every refinement's bracket is certified, so their intersection is: keep the best ends seen
+        # (a finer κ may end over the work budget with a looser upper end than a coarser one, review29c)
+        lower = max(lower, sup_lo, -inf_up, 0.0)
+        upper = min(upper, max(sup_up, -inf_lo, 0.0))
         if upper - lower <= rtol * max(upper, 1e-12) or (target is not None and (upper <= target or lower > target)):
             break
         coords = [c.refined(c.kappa / 8.0) for c in coords]
-    return lower, upper
+    return lower, max(upper, lower)
 
 
 # --------------------------------------------------------------------------- coupling bound
