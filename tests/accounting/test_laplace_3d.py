@@ -116,11 +116,11 @@ def test_claim_is_at_least_a_sampled_lower_bound(seed, scale, eps):
 
 
 def test_applies():
-    assert l3d.applies(3, np.eye(3), CP, CQ)
-    assert not l3d.applies(2, np.eye(2), CP[:2, :2], CQ[:2, :2])
-    assert not l3d.applies(3, np.eye(3)[:, :2], CP, CQ)  # not a full basis
+    assert l3d.grid_3d_applies(3, np.eye(3), CP, CQ)
+    assert not l3d.grid_3d_applies(2, np.eye(2), CP[:2, :2], CQ[:2, :2])
+    assert not l3d.grid_3d_applies(3, np.eye(3)[:, :2], CP, CQ)  # not a full basis
     sing = np.diag([1.0, 1.0, 0.0])
-    assert not l3d.applies(3, np.eye(3), sing, CQ)  # singular covariance: the coupling bound stays
+    assert not l3d.grid_3d_applies(3, np.eye(3), sing, CQ)  # singular covariance: the coupling bound stays
     with pytest.raises(ValueError):
         l3d.delta_bracket_3d(MP, sing, MQ, CQ, np.eye(3), SC, 1.0)
 

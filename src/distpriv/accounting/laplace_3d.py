@@ -92,7 +92,7 @@ class Bracket3d:
         return max(self.forward[0], self.backward[0])
 
 
-def applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLike) -> bool:
+def grid_3d_applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLike) -> bool:
     """True when :func:`delta_bracket_3d` covers the pair: 3-D, a full orthonormal noise basis, both covariances
     positive definite (finite)."""
     if dim != 3 or basis is None:
@@ -401,7 +401,7 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
         raise ValueError("basis must be an orthonormal 3 × 3 matrix")
     if b.shape != (3,) or not np.all(b > 0) or not np.all(np.isfinite(b)):
         raise ValueError("scales must be three positive numbers")
-    if not applies(3, bm, cov_p, cov_q):
+    if not grid_3d_applies(3, bm, cov_p, cov_q):
         raise ValueError("the covariances must be positive definite")
     ms = [bm.T @ np.asarray(mu_p, dtype=float).reshape(3), bm.T @ np.asarray(mu_q, dtype=float).reshape(3)]
     ss = [bm.T @ np.asarray(c, dtype=float) @ bm for c in (cov_p, cov_q)]
@@ -485,12 +485,12 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
     return res
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket` (coarse first: each step costs ~κ⁻³).
+#: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³).
 LADDER = (0.5, 0.3, 0.2, 0.14)
 #: Optimistic decay of the upper end with κ (the bracket's width falls like κ²): the ladder is abandoned when even
 #: this decay cannot decide.
 SHRINK = 2.0
-#: Relative width of the bracket at which :func:`pair_bracket` stops refining.
+#: Relative width of the bracket at which :func:`pair_bracket_3d` stops refining.
 RTOL = 0.05
 
 _CACHE: dict[tuple[bytes, float, float], Bracket3d] = {}
@@ -518,7 +518,7 @@ def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike
     return br.forward
 
 
-def pair_bracket(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
+def pair_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
     """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` until the bracket is within

@@ -190,7 +190,7 @@ def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
         # translation=False: a translation is accounted exactly only while its loss is within ε (below that scale
         # it is a product or a coupling pair, whatever the scale: the classification does not depend on it)
         if ((nd.applies(g.dim, law.basis, g.covariance(a), g.covariance(b))
-             or l3d.applies(g.dim, law.basis, g.covariance(a), g.covariance(b)))
+             or l3d.grid_3d_applies(g.dim, law.basis, g.covariance(a), g.covariance(b)))
                 and _laplace_structure(g, a, b, law, translation=False).kind == "coupling"):
             return True
     return False
@@ -218,12 +218,12 @@ def _tight_3d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: Nois
     if (target is not None and (upper <= target or lower > target)) or upper <= 0.0:
         return None
     p, q = pair
-    if not l3d.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
+    if not l3d.grid_3d_applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
         return None
     assert noise.basis is not None and noise.scales is not None
     try:
-        return l3d.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
-                                noise.scales, epsilon, target=target, beat=upper)
+        return l3d.pair_bracket_3d(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
+                                   noise.basis, noise.scales, epsilon, target=target, beat=upper)
     except OverflowError:  # a Laplace scale far below the Gaussian spread (review29a): the grid's error
         return None  # factors overflow where its bracket could not beat the coupling bound, which stands
 
