@@ -12,7 +12,8 @@ and, conditioning on X₁ (X₂ | X₁ = x ~ N(m₂ + c(x − m₁), s²), c = S
 
 (g in closed form, :func:`distpriv.accounting.laplace.gl_logpdf`). Every number below is a certified
 bound, second order in the grid's cell sizes (issue 25: the first-order Lipschitz brackets of the first
-round left the calibrated scale up to 1.17× the least; these leave it within 1.01×):
+round left the calibrated scale up to 1.17× the least; these leave it within 1.04× on the benchmark's models,
+docs/mechanisms.md):
 
 * nodes (:func:`_density_bracket`): the x-integral over Gaussian-weighted cells (exact masses, means and
   variances of the restricted normal), each bracketed by Hoeffding's lemma above and Jensen plus the
