@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from .laplace import gl_logpdf
+from .laplace_nd import BothOrders
 
 #: Gaussian standard deviations covered by the x- and u-windows (2Φ(−10) ≈ 1.5e-23 per coordinate left outside).
 GAUSS_REACH = 10.0
@@ -76,20 +77,8 @@ Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class Bracket3d:
-    """Certified brackets of δ(ε) in both orders: ``forward`` = δ of P against Q, ``backward`` = δ of Q against P."""
-
-    forward: tuple[float, float]
-    backward: tuple[float, float]
-    cells: int
-
-    @property
-    def upper(self) -> float:
-        return max(self.forward[1], self.backward[1])
-
-    @property
-    def lower(self) -> float:
-        return max(self.forward[0], self.backward[0])
+class Bracket3d(BothOrders):
+    """The 3-D grid's certified brackets of δ(ε) in both orders (:class:`~.laplace_nd.BothOrders`)."""
 
 
 def grid_3d_applies(dim: int, basis: ArrayLike | None, cov_p: ArrayLike, cov_q: ArrayLike) -> bool:

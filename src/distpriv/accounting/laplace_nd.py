@@ -67,13 +67,12 @@ METHOD = "2-D Gaussian ⊛ Laplace density on a certified cell grid (second-orde
 
 
 @dataclass(frozen=True)
-class NdBracket:
+class BothOrders:
     """Certified brackets of δ(ε) in both orders: ``forward`` = δ of P against Q, ``backward`` = δ of Q against P."""
 
     forward: tuple[float, float]
     backward: tuple[float, float]
     cells: int
-    radius: float
 
     @property
     def upper(self) -> float:
@@ -82,6 +81,13 @@ class NdBracket:
     @property
     def lower(self) -> float:
         return max(self.forward[0], self.backward[0])
+
+
+@dataclass(frozen=True)
+class NdBracket(BothOrders):
+    """The 2-D grid's brackets (:class:`BothOrders`) and the radius of its window."""
+
+    radius: float
 
 
 def _gauss_cell_weights(edges: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import NDArray
@@ -161,11 +162,11 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
     if tight:  # issue 25: certified 2-D grid (a per-call choice, see grid_applies)
-        grid = _tight_2d(model, pair, noise, epsilon, target, upper, lower)
+        grid = _tight_grid(nd, model, pair, noise, epsilon, target, upper, lower)
         if grid is not None and grid[1] < upper:
             return Profile(epsilon, grid[1], min(max(lower, grid[0]), grid[1]), nd.METHOD, pair,
                            {"kappa": grid[2]})
-        grid3 = _tight_3d(model, pair, noise, epsilon, target, upper, lower)  # issue 25: the same in 3-D
+        grid3 = _tight_grid(l3d, model, pair, noise, epsilon, target, upper, lower)  # issue 25: the same in 3-D
         if grid3 is not None and grid3[1] < upper:
             return Profile(epsilon, grid3[1], min(max(lower, grid3[0]), grid3[1]), l3d.METHOD, pair,
                            {"kappa": grid3[2]})
@@ -196,34 +197,20 @@ def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     return False
 
 
-def _tight_2d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
-              target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
-    """Certified 2-D Gauss ⊛ Laplace bracket (:mod:`.laplace_nd`) where it applies and can improve the bound."""
+def _tight_grid(grid: ModuleType, model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
+                target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
+    """Certified Gauss ⊛ Laplace bracket of ``grid`` (:mod:`.laplace_nd` in 2-D, :mod:`.laplace_3d` in 3-D) where
+    it applies and can improve the bound."""
     if (target is not None and (upper <= target or lower > target)) or upper <= 0.0:
         return None
     p, q = pair
-    if not nd.applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
+    applies, bracket = (nd.applies, nd.pair_bracket) if grid is nd else (l3d.grid_3d_applies, l3d.pair_bracket_3d)
+    if not applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
         return None
     assert noise.basis is not None and noise.scales is not None
     try:
-        return nd.pair_bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
-                               noise.scales, epsilon, target=target, beat=upper)
-    except OverflowError:  # a Laplace scale far below the Gaussian spread (review29a): the grid's error
-        return None  # factors overflow where its bracket could not beat the coupling bound, which stands
-
-
-def _tight_3d(model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
-              target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
-    """Certified 3-D Gauss ⊛ Laplace bracket (:mod:`.laplace_3d`) where it applies and can improve the bound."""
-    if (target is not None and (upper <= target or lower > target)) or upper <= 0.0:
-        return None
-    p, q = pair
-    if not l3d.grid_3d_applies(model.dim, noise.basis, model.covariance(p), model.covariance(q)):
-        return None
-    assert noise.basis is not None and noise.scales is not None
-    try:
-        return l3d.pair_bracket_3d(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
-                                   noise.basis, noise.scales, epsilon, target=target, beat=upper)
+        return bracket(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q), noise.basis,
+                       noise.scales, epsilon, target=target, beat=upper)
     except OverflowError:  # a Laplace scale far below the Gaussian spread (review29a): the grid's error
         return None  # factors overflow where its bracket could not beat the coupling bound, which stands
 
