@@ -12,21 +12,12 @@ import warnings
 
 import numpy as np
 import pytest
+from test_laplace_nd import unequal_model  # the auditor's 2-D family
 
 import distpriv as dp
 import profile_oracle as po
 from distpriv.accounting import laplace_nd as nd
 from distpriv.accounting.release import NoiseLaw
-
-
-def unequal_model(seed: int) -> dp.GaussianModel:
-    """The auditor's 2-D family (benchmarks/bench_laplace_tight.py): Σ₁ = Σ₀ + 0.4 CCᵀ/2, means 10 + N(0, I)."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=(2, 2))
-    cov = a @ a.T / 2 + 0.5 * np.eye(2)
-    c = rng.normal(size=(2, 2))
-    return dp.GaussianModel(means={0: 10 + rng.normal(size=2), 1: 10 + rng.normal(size=2)},
-                            covariances={0: cov, 1: cov + 0.4 * c @ c.T / 2})
 
 
 def _args(model: dp.GaussianModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
