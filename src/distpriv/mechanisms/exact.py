@@ -38,7 +38,7 @@ import numpy as np
 
 from ..accounting.laplace import complete_basis
 from ..accounting.profile import Profile
-from ..accounting.release import proven_delta, pure_epsilon
+from ..accounting.release import grid_applies, proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
@@ -47,6 +47,7 @@ from ..models import EmpiricalModel, GaussianModel
 from ..noise import NoiseLaw
 from ._common import GAUSSIAN, MODEL_IS_TRUTH, Inputs, as_gaussian, covariance_gap
 from .base import Accounting, Mechanism
+from .expected_value import tight_by_default
 from .metadata import METADATA, names_where
 
 GAUSSIAN_FIT = ("f_θ = N(μ̂_θ, Σ̂_θ), the Gaussian fit (sample mean and covariance) of the samples of each θ: "
@@ -180,13 +181,14 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
     claimed_delta = 0.0
     theorem = mech.guarantee.theorem
     assumptions = [GAUSSIAN, MODEL_IS_TRUTH]
+    tight = bool(mech.details.get("tight", False))  # the Laplace builders' ``tight`` option, resolved (issue 25)
     if gap <= 1e-12:
         assumptions.insert(1, "Σ_θi = Σ_θj for every pair, so f_θi is a translation of f_θj (Chen & Ohrimenko Sec. 5.1)")
     if pe.epsilon_upper <= eps * (1 + SLACK):
         notes.append(f"accounting: pure {pe.describe()} <= ε = {eps:g}")
         acc = Accounting(gap, pure_epsilon=pe.epsilon_upper)
     elif target > 0:
-        tight = bool(mech.details.get("tight", False))  # the Laplace builders' ``tight`` option (issue 25)
+        notes.extend(_tight_note(g, inp, noise, tight))
         try:
             tu = topup_laplace(g, inp.pairs, noise, eps, target, tight=tight)
         except AssumptionError as exc:
@@ -219,7 +221,8 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
                          f"now pure ε <= {after:.6g}")
             notes.append(f"accounting: {pure_epsilon(g, inp.pairs, tp.noise).describe()}")
         else:
-            prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2)
+            notes.extend(_tight_note(g, inp, noise, tight))
+            prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2, tight=tight)
             if prof.delta_upper >= 1.0:
                 raise AssumptionError(
                     f"model: {mech.name} proves no (ε, δ) with δ < 1 here (the output laws differ where the noise "
@@ -236,6 +239,19 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
                              theorem=theorem)
     mech.set_accounting(acc)
     return mech
+
+
+def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> list[str]:
+    """The note stating the resolved ``tight`` option where it changes the accounting (a pair of Ψ is accounted by
+    the Gaussian-coupling bound and a certified grid covers it, :func:`~distpriv.accounting.release.grid_applies`)."""
+    if not grid_applies(g, inp.pairs, noise):
+        return []
+    if tight:
+        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g.dim) else ""
+        return [f"tight=True{auto}: δ certified on a Gauss ⊛ Laplace grid (tight=False: the faster Gaussian-coupling "
+                "bound, with a larger δ or more noise)"]
+    return ["tight=False: δ from the Gaussian-coupling bound (tight=True certifies it on a Gauss ⊛ Laplace grid: a "
+            "smaller δ or less noise, at more CPU)"]
 
 
 def _set_laplace(mech: Mechanism, noise: NoiseLaw) -> None:

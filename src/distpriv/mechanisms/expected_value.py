@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import AssumptionError, AssumptionWarning
+from ..errors import AssumptionError, AssumptionWarning, InvalidTypeError
 from ..formatting import check_flag
 from ..guarantees import Calibration, Guarantee
 from ..models import GaussianModel, pair_stats
@@ -54,17 +54,34 @@ def _no_mean_shift(inp: Inputs, label: str) -> None:
             "accounting tops up to the requested (ε, δ)")
 
 
-def _tight_option(tight: object) -> bool:
-    """The Laplace mechanisms' ``tight`` option (issue 25): certify 2-D off-assumption claims with the certified
-    Gauss ⊛ Laplace grid and search the least scale, also below the papers' one (:func:`distpriv.accounting.topup.
-    topup_laplace`); the builders record it in ``details["tight"]`` for the exact accounting (``tight=False``:
-    the coupling bound only, the fast default)."""
-    return check_flag(tight, "tight")
+#: Model dimensions where the Laplace mechanisms' ``tight=None`` (the default, "auto") resolves to True: the
+#: certified 2-D Gauss ⊛ Laplace grid (:mod:`distpriv.accounting.laplace_nd`) costs a fraction of a second per
+#: calibration there (docs/mechanisms.md). The 3-D grid (:mod:`distpriv.accounting.laplace_3d`) stays opt-in
+#: (``tight=True``) while it costs many seconds: add 3 here to make it the default too.
+TIGHT_BY_DEFAULT_DIMS: frozenset[int] = frozenset({2})
 
 
-def expm_laplace(inp: Inputs, *, tight: bool = False) -> Mechanism:
+def tight_by_default(dim: int) -> bool:
+    """What ``tight=None`` resolves to for a model of dimension ``dim`` (:data:`TIGHT_BY_DEFAULT_DIMS`)."""
+    return dim in TIGHT_BY_DEFAULT_DIMS
+
+
+def _tight_option(tight: object, dim: int) -> bool:
+    """The Laplace mechanisms' ``tight`` option (issue 25): certify off-assumption claims (covariances that differ
+    across θ and are not diagonal in the noise basis) with the certified Gauss ⊛ Laplace grid and search the least
+    scale, also below the papers' one (:func:`distpriv.accounting.topup.topup_laplace`); ``tight=False``: the
+    Gaussian-coupling bound only (fast, more noise); ``None`` (default): :func:`tight_by_default` (True in 2-D).
+    The builders record the resolved flag in ``details["tight"]`` for the exact accounting."""
+    if tight is None:
+        return tight_by_default(dim)
+    if isinstance(tight, (bool, np.bool_)):
+        return check_flag(tight, "tight")
+    raise InvalidTypeError(f"expected True, False or None (auto), got {tight!r}", argument="tight")
+
+
+def expm_laplace(inp: Inputs, *, tight: bool | None = None) -> Mechanism:
     """Theorem 5.1: Lap(Δ_E,1/ε) on every component (``tight``: see :func:`_tight_option`)."""
-    flag = _tight_option(tight)
+    flag = _tight_option(tight, inp.model.dim)
     st = pair_stats(inp.model, inp.pairs)
     b = st.l1 / inp.epsilon
     if b <= 0.0:
@@ -132,10 +149,10 @@ def _directional(inp: Inputs, direction: ArrayLike | None, rank_tol: float) -> t
 
 
 def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: float = 1e-6,
-                 tight: bool = False) -> Mechanism:
+                 tight: bool | None = None) -> Mechanism:
     """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences
     (``tight``: see :func:`_tight_option`)."""
-    flag = _tight_option(tight)
+    flag = _tight_option(tight, inp.model.dim)
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)
     if not basis.shape[1]:
