@@ -247,7 +247,7 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
     if not grid_applies(g, inp.pairs, noise):
         return []
     if tight:
-        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g.dim) else ""
+        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ certified on a Gauss ⊛ Laplace grid (tight=False: the faster Gaussian-coupling "
                 "bound, with a larger δ or more noise)"]
     return ["tight=False: δ from the Gaussian-coupling bound (tight=True certifies it on a Gauss ⊛ Laplace grid: a "

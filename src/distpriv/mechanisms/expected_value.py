@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 from ..errors import AssumptionError, AssumptionWarning, InvalidTypeError
 from ..formatting import check_flag
 from ..guarantees import Calibration, Guarantee
-from ..models import GaussianModel, pair_stats
+from ..models import GaussianModel, QueryModel, pair_stats
 from ..noise import NoiseLaw
 from ._common import MODEL_IS_TRUTH, TRANSLATION, Inputs, covariance_gap, d_max, direction_basis
 from .base import Mechanism
@@ -61,19 +61,20 @@ def _no_mean_shift(inp: Inputs, label: str) -> None:
 TIGHT_BY_DEFAULT_DIMS: frozenset[int] = frozenset({2})
 
 
-def tight_by_default(dim: int) -> bool:
-    """What ``tight=None`` resolves to for a model of dimension ``dim`` (:data:`TIGHT_BY_DEFAULT_DIMS`)."""
-    return dim in TIGHT_BY_DEFAULT_DIMS
+def tight_by_default(model: QueryModel) -> bool:
+    """What ``tight=None`` resolves to: True for a :class:`~distpriv.GaussianModel` (whose exact accounting the grid
+    serves) of a dimension in :data:`TIGHT_BY_DEFAULT_DIMS`."""
+    return isinstance(model, GaussianModel) and model.dim in TIGHT_BY_DEFAULT_DIMS
 
 
-def _tight_option(tight: object, dim: int) -> bool:
+def _tight_option(tight: object, model: QueryModel) -> bool:
     """The Laplace mechanisms' ``tight`` option (issue 25): certify off-assumption claims (covariances that differ
     across θ and are not diagonal in the noise basis) with the certified Gauss ⊛ Laplace grid and search the least
     scale, also below the papers' one (:func:`distpriv.accounting.topup.topup_laplace`); ``tight=False``: the
     Gaussian-coupling bound only (fast, more noise); ``None`` (default): :func:`tight_by_default` (True in 2-D).
     The builders record the resolved flag in ``details["tight"]`` for the exact accounting."""
     if tight is None:
-        return tight_by_default(dim)
+        return tight_by_default(model)
     if isinstance(tight, (bool, np.bool_)):
         return check_flag(tight, "tight")
     raise InvalidTypeError(f"expected True, False or None (auto), got {tight!r}", argument="tight")
@@ -81,7 +82,7 @@ def _tight_option(tight: object, dim: int) -> bool:
 
 def expm_laplace(inp: Inputs, *, tight: bool | None = None) -> Mechanism:
     """Theorem 5.1: Lap(Δ_E,1/ε) on every component (``tight``: see :func:`_tight_option`)."""
-    flag = _tight_option(tight, inp.model.dim)
+    flag = _tight_option(tight, inp.model)
     st = pair_stats(inp.model, inp.pairs)
     b = st.l1 / inp.epsilon
     if b <= 0.0:
@@ -152,7 +153,7 @@ def dirm_laplace(inp: Inputs, *, direction: ArrayLike | None = None, rank_tol: f
                  tight: bool | None = None) -> Mechanism:
     """Algorithm 1 / Thm 5.3 (and its multi-direction form): Laplace noise along the span of the mean differences
     (``tight``: see :func:`_tight_option`)."""
-    flag = _tight_option(tight, inp.model.dim)
+    flag = _tight_option(tight, inp.model)
     st = pair_stats(inp.model, inp.pairs)
     basis, resid, assumptions, notes = _directional(inp, direction, rank_tol)
     if not basis.shape[1]:
