@@ -174,8 +174,9 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
 
 
 # The certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) is a per-call choice (``tight=True`` of proven_delta,
-# pair_profiles, proven_epsilon, distpriv.accounting.topup.topup_laplace and of distpriv.calibrate for the Laplace
-# mechanisms), off unless asked: docs/assumptions.md gives its measured gain and cost (benchmarks/bench_laplace_tight.py).
+# pair_profiles, proven_epsilon, distpriv.accounting.topup.topup_laplace, off unless asked here; distpriv.calibrate's
+# Laplace mechanisms turn it on by default for a 2-D GaussianModel, distpriv.mechanisms.expected_value.
+# TIGHT_BY_DEFAULT_DIMS): docs/assumptions.md gives its measured gain and cost (benchmarks/bench_laplace_tight.py).
 
 
 def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw) -> bool:
