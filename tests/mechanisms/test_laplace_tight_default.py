@@ -107,3 +107,26 @@ def test_tight_accepts_none_true_false_and_nothing_else() -> None:
     for value in ("yes", 1, 0, "auto"):
         with pytest.raises(dp.errors.InvalidTypeError, match=r"^tight: expected True, False or None \(auto\), got"):
             _calibrate("expm-laplace", model, 1e-3, tight=value)
+
+
+def test_release_selection_keeps_the_coupling_bound() -> None:
+    """`distpriv release` passes tight=False: its ranking bounds a candidate's error by the papers' noise, which the
+    grid's downward search could undercut. A 2-D EmpiricalModel with unequal covariances is calibrated on its
+    Gaussian fit with the target δ, where the default would have used the grid."""
+    from distpriv.release import diagnose_assumptions
+    from distpriv.release.selection import evaluate_candidate
+
+    rng = np.random.default_rng(0)
+    emp = dp.EmpiricalModel({0.45: rng.multivariate_normal([0, 0], [[4, 1], [1, 2]], 800),
+                             0.55: rng.multivariate_normal([1, 0.5], [[6, 0.5], [0.5, 2]], 800)}, claim_scope="release")
+    pairs = [(0.45, 0.55)]
+    diag = diagnose_assumptions(emp, pairs, epsilon=1.0, delta=1e-3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cand = evaluate_candidate("expm-laplace", emp, pairs, diag, epsilon=1.0, delta=1e-3)
+        fit = emp.to_gaussian()
+        loose = dp.calibrate("expm-laplace", fit, pairs, epsilon=1.0, delta=1e-3, tight=False)
+        auto = dp.calibrate("expm-laplace", fit, pairs, epsilon=1.0, delta=1e-3)
+    assert cand.kept and cand.base is not None and cand.base.details["tight"] is False
+    assert cand.base.laplace_scale == loose.laplace_scale
+    assert auto.details["tight"] is True and auto.laplace_scale < loose.laplace_scale  # what release forgoes

@@ -188,7 +188,7 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
         notes.append(f"accounting: pure {pe.describe()} <= ε = {eps:g}")
         acc = Accounting(gap, pure_epsilon=pe.epsilon_upper)
     elif target > 0:
-        notes.extend(_tight_note(g, inp, noise, tight))
+        used = noise
         try:
             tu = topup_laplace(g, inp.pairs, noise, eps, target, tight=tight)
         except AssumptionError as exc:
@@ -199,7 +199,9 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
                                     np.concatenate([mech.scales, np.full(extra.shape[1], float(mech.scales.max()))]))
             notes.append(f"{exc}; Laplace noise of scale {float(mech.scales.max()):.6g} added on the "
                          f"{extra.shape[1]} un-noised direction(s)")
+            used = wide
             tu = topup_laplace(g, inp.pairs, wide, eps, target, tight=tight)
+        notes.extend(_tight_note(g, inp, used, tight))
         _set_laplace(mech, tu.noise)
         claimed_delta = target
         acc = Accounting(gap, topup_factor=tu.factor, delta_before_topup=tu.before.reported_delta, profile=tu.after)
