@@ -1,0 +1,86 @@
+"""``distpriv reproduce compare`` in worker processes (issue 25 item 4): the rows never depend on ``jobs``.
+
+Every task draws from generators keyed on what it draws (seed, property, mechanism, ε), so the worker
+processes compute the very rows of the serial run, whichever worker runs which task; the calibration
+cache's keys are the same in every process (the code fingerprint and the inputs).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from distpriv.errors import DistPrivError
+from distpriv.experiments import compare
+
+#: Cheap mechanisms with each kind of audit scorer (exact Gaussian, classifier).
+SMALL = ["eigm", "ssp-quantizer"]
+ARGS = {"quick": True, "properties": ["income", "sex"], "epsilons": [1.0, 5.0], "mechanisms": SMALL}
+
+
+def _same(a: dict, b: dict) -> bool:  # type: ignore[type-arg]
+    return json.dumps(a["rows"], default=str) == json.dumps(b["rows"], default=str) and a["notes"] == b["notes"]
+
+
+@pytest.fixture(scope="module")
+def serial_and_parallel(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
+    cache = tmp_path_factory.mktemp("compare-jobs-cache")
+    serial = compare.run_compare(**ARGS, jobs=1)
+    parallel = compare.run_compare(**ARGS, jobs=2, cache=cache)
+    return serial, parallel, cache
+
+
+def test_compare_rows_do_not_depend_on_jobs(serial_and_parallel) -> None:  # noqa: ANN001
+    serial, parallel, _ = serial_and_parallel
+    assert (serial["jobs"], parallel["jobs"]) == (1, 2)
+    # two properties (None row + 2 ε × 2 mechanisms each), in the serial order
+    assert [(r["property"], r["mechanism"], r["epsilon"]) for r in parallel["rows"]] == [
+        (p, m, e) for p in ("income", "sex")
+        for m, e in [("None", None)] + [(lab, eps) for eps in (1.0, 5.0) for lab in ("EigM (G)", "SSP quantizer")]]
+    assert _same(serial, parallel)
+    assert {r.get("audit_scorer") for r in parallel["rows"]} == {None, "exact-gaussian", "classifier"}
+
+
+def test_compare_cache_written_by_workers_is_read_in_process(serial_and_parallel) -> None:  # noqa: ANN001
+    """The workers' entries carry the keys the serial run computes (code fingerprint + inputs): all hits."""
+    serial, parallel, cache = serial_and_parallel
+    assert parallel["calibration_cache"]["hits"] == 0
+    again = compare.run_compare(**ARGS, jobs=1, cache=cache)
+    assert again["calibration_cache"]["hits"] == 2 * 2 * len(SMALL) * 2  # calibration + audit per row
+    assert _same(again, serial)
+
+
+def test_compare_rejects_bad_jobs() -> None:
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(DistPrivError, match="^jobs: "):
+            compare.run_compare(jobs=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_cli_quick_rows_same_for_jobs_1_and_2(adult_ok, tmp_path) -> None:  # noqa: ANN001
+    """``reproduce compare --quick --jobs 1`` and ``--jobs 2`` print the same rows (issue 25 item 4)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    out = []
+    for jobs in ("1", "2"):
+        res = subprocess.run([sys.executable, "-m", "distpriv.cli", "reproduce", "compare", "--quick", "--no-cache",
+                              "--format", "json", "--jobs", jobs], capture_output=True, text=True, env=env, timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+        out.append(json.loads(res.stdout))
+    assert len(out[0]["rows"]) == 1 + 3 * len(compare.MECHANISMS)
+    assert _same(out[0], out[1])
+
+
+def test_cli_bad_jobs_is_one_line_exit_2(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "distpriv.cli", "reproduce", "compare", "--jobs", "0", "--out",
+                          str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.strip() == "distpriv: error: --jobs: must be >= 1, got 0"
+    assert not (tmp_path / "o").exists()
