@@ -84,3 +84,16 @@ def test_cli_bad_jobs_is_one_line_exit_2(tmp_path) -> None:  # noqa: ANN001
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip() == "distpriv: error: --jobs: must be >= 1, got 0"
     assert not (tmp_path / "o").exists()
+
+
+def test_compare_worker_error_reaches_the_caller(adult_ok, monkeypatch) -> None:  # noqa: ANN001
+    """A task's exception in a worker process is re-raised by run_compare (the queued tasks are dropped)."""
+    from distpriv.experiments import compare_work
+
+    with pytest.raises(KeyError):  # an unknown property gets past no check in the worker: its predicate lookup fails
+        compare_work.run_task(compare_work.Settings(0, tuple(compare.QUICK.items()), (1.0,), 1e-3, False, (0.45, 0.55),
+                                                    None, (), compare.MECHANISMS), ("none", "income"))
+    with compare._pool(2) as pool, pytest.raises(KeyError):
+        pool.submit(compare_work.run_task, compare_work.Settings(0, tuple(compare.QUICK.items()), (1.0,), 1e-3, False,
+                                                                 (0.45, 0.55), None, (), compare.MECHANISMS),
+                    ("none", "income")).result()

@@ -25,16 +25,22 @@ the 1,000 samples per θ, whose plan it needs). Per row:
 * ``own_notion``: the peer's own privacy measure (SSP: attacker success Π under a uniform prior
   on the pair; Ding (L): the paper's δ; Kantorovich: the sensitivity Δ_K).
 
-Cost: a fresh full run is about 17 CPU seconds on a loaded machine (32 before issue 25's "compare in
-seconds": the run now holds BLAS to one thread, :func:`_one_blas_thread`, whose spinning workers cost a
-quarter of it, and the SSP quantizer's certified PLDs are a third shorter and skip the dominated order;
-37 before the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's
-one-sort thresholds). What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~4.5 s), the
-audits' classifiers (~5 s with scikit-learn's import), the Kantorovich assignments (~1.5 s) and the
-imports. ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
-on disk (:mod:`.compare_cache`, keyed on the code and every input), so a repeated run gives the same
-rows in about 2 CPU seconds (``benchmarks/bench_compare.py``; ``--before REV`` times a fresh run of
-another commit in the same run and lists the numbers that moved).
+Cost: the run is cut into independent tasks, one per (property, mechanism) over every ε and one per
+property's undefended row (:mod:`.compare_work`), run in ``jobs`` worker processes (default
+``min(2, os.cpu_count())``; ``jobs=1`` runs them in this process). The workers are forked from a
+forkserver that imports their modules once (:data:`.compare_work.PRELOAD`) while the CLI starts up; every
+random draw is keyed on what it draws, so the rows do not depend on ``jobs``. A fresh full run costs about
+12 CPU seconds serially (32 before issue 25's "compare in seconds": the run holds BLAS to one thread,
+:func:`_one_blas_thread`, and the SSP quantizer's certified PLDs are a third shorter; 37 before the
+vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort
+thresholds); with two workers about 1.5 CPU seconds more (the forkserver's imports, each worker's Adult
+context) for roughly half the wall time on an idle two-core machine. What is left: the verified Laplace
+top-ups of ExpM (L) and DirM (L) (~3.5 s), the audits (~3 s), the imports (~2 s per process), the peers'
+calibrations (~2 s: the SSP quantizer's PLDs, the Kantorovich assignments). ``run_compare(cache=folder)``
+memoises every calibration, audit and proven δ on disk (:mod:`.compare_cache`, keyed on the code and every
+input), so a repeated run gives the same rows in about 2 CPU seconds (``benchmarks/bench_compare.py``:
+wall and CPU seconds, the workers' included; ``--before REV`` times a fresh run of another commit, of this
+tree and of this tree with ``jobs=1`` in the same run and lists the numbers that moved).
 """
 
 from __future__ import annotations
@@ -125,14 +131,20 @@ def _pool(jobs: int) -> Iterator[Any]:
     """``jobs`` worker processes forked from a forkserver that has imported :data:`.compare_work.PRELOAD`.
 
     The forkserver (started once per Python process, then reused) pays the imports once; its forks start
-    with them loaded. Each worker holds BLAS to one thread (:func:`.compare_work.worker_init`).
+    with them loaded. Each worker holds BLAS to one thread (:func:`.compare_work.worker_init`). When the
+    block raises (a task's exception, re-raised by its future), the tasks not yet started are cancelled.
     """
     from concurrent.futures import ProcessPoolExecutor
 
     from .compare_work import forkserver_context, worker_init
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver_context(), initializer=worker_init) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver_context(), initializer=worker_init)
+    try:
         yield pool
+    except BaseException:  # a task failed (or ^C): drop the queued tasks instead of running them to the end
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 @contextlib.contextmanager
