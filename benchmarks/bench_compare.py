@@ -118,6 +118,7 @@ def compare_before(rev: str, base: list[str], env: dict[str, str], repeat: int) 
     """Fresh runs of commit ``rev``, of this tree (default jobs) and of this tree with ``--jobs 1``, alternating."""
     runs: dict[str, list[tuple[float, float]]] = {"before": [], "after": [], "after1": []}
     rows: dict[str, object] = {}
+    task_cpu = None
     with tempfile.TemporaryDirectory() as tmp:
         old_src = _export(rev, Path(tmp))
         _compile(old_src)
@@ -129,6 +130,8 @@ def compare_before(rev: str, base: list[str], env: dict[str, str], repeat: int) 
                 wall, cpu, res = _child(args, e)
                 runs[name].append((wall, cpu))
                 rows[name] = res["rows"]
+                if name == "after":
+                    task_cpu = res.get("task_cpu")
     best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in runs.items()}
     (w0, c0), (w2, c2), (w1, c1) = best["before"], best["after"], best["after1"]
     jobs = min(2, os.cpu_count() or 1)
@@ -136,7 +139,7 @@ def compare_before(rev: str, base: list[str], env: dict[str, str], repeat: int) 
           f"{'' if SUBREAPER else ', subreaper unavailable: waited-for children only'}):")
     print(f"  {rev}: wall {w0:.2f} s, CPU {c0:.2f} s")
     print(f"  this tree, --jobs {jobs} (default): wall {w2:.2f} s, CPU {c2:.2f} s; "
-          f"wall {w2 / w0:.3f}x, CPU {c2 / c0:.3f}x of {rev}")
+          f"wall {w2 / w0:.3f}x, CPU {c2 / c0:.3f}x of {rev}; tasks' CPU per worker {task_cpu}")
     print(f"  this tree, --jobs 1: wall {w1:.2f} s, CPU {c1:.2f} s; wall {w1 / w0:.3f}x, CPU {c1 / c0:.3f}x of {rev}")
     moved = _moved(rows["before"], rows["after"])  # type: ignore[arg-type]
     print(f"numbers that moved from {rev}: {len(moved)}" + "".join(f"\n  {line}" for line in moved))

@@ -34,6 +34,7 @@ def serial_and_parallel(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
 def test_compare_rows_do_not_depend_on_jobs(serial_and_parallel) -> None:  # noqa: ANN001
     serial, parallel, _ = serial_and_parallel
     assert (serial["jobs"], parallel["jobs"]) == (1, 2)
+    assert len(serial["task_cpu"]) == 1 and 1 <= len(parallel["task_cpu"]) <= 2  # one process, at most two workers
     # two properties (None row + 2 ε × 2 mechanisms each), in the serial order
     assert [(r["property"], r["mechanism"], r["epsilon"]) for r in parallel["rows"]] == [
         (p, m, e) for p in ("income", "sex")

@@ -239,6 +239,9 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
         "notes": sorted(notes),
         "seconds": time.perf_counter() - t0,
         "jobs": jobs,
+        # CPU seconds of the tasks per process, busiest first (the balance of the workers; run-dependent)
+        "task_cpu": sorted((round(sum(d.cpu for d in done.values() if d.span[2] == pid), 3)
+                            for pid in {d.span[2] for d in done.values()}), reverse=True),
     }
     if folder is not None:
         res["calibration_cache"] = {"folder": str(folder), "hits": hits}
