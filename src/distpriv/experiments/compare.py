@@ -120,11 +120,13 @@ def run_compare(
                         jobs=n_jobs)
 
 
-#: Relative CPU cost of one (property, mechanism) task over the three ε (measured on the full run, issue 25):
-#: tasks are handed out longest first, so the workers finish at about the same time. Only the order of the
-#: work depends on it, never a number.
-TASK_COST: dict[str, float] = {"expm-laplace": 20.0, "dirm-laplace": 14.0, "kantorovich": 6.0, "ssp-quantizer": 5.0,
-                               "ding-laplace": 5.0, "optm": 2.0}
+#: Relative CPU cost of one (property, mechanism) task over the three ε, the Gaussian papers' mechanisms = 1
+#: (measured on the full run, issue 25: ExpM (L) 0.8–1.0 s, DirM (L) 0.5–0.65 s, Kantorovich 0.45–0.6 s, the SSP
+#: quantizer 0.15–0.75 s, OptM 0.25–0.4 s, Ding (L) ~0.23 s, the others 0.07–0.17 s): tasks are handed out
+#: longest first, so the workers finish at about the same time. Only the order of the work depends on it,
+#: never a number.
+TASK_COST: dict[str, float] = {"expm-laplace": 9.0, "dirm-laplace": 6.0, "kantorovich": 5.0, "ssp-quantizer": 4.0,
+                               "optm": 3.0, "ding-laplace": 2.3}
 
 
 @contextlib.contextmanager
