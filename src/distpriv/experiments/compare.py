@@ -130,18 +130,20 @@ TASK_COST: dict[str, float] = {"expm-laplace": 9.0, "dirm-laplace": 6.0, "kantor
 
 
 @contextlib.contextmanager
-def _pool(jobs: int) -> Iterator[Any]:
+def _pool(jobs: int, shipped: dict[Any, Any] | None = None) -> Iterator[Any]:
     """``jobs`` worker processes forked from a forkserver that has imported :data:`.compare_work.PRELOAD`.
 
     The forkserver (started once per Python process, then reused) pays the imports once; its forks start
     with them loaded. Each worker holds BLAS to one thread (:func:`.compare_work.worker_init`). When the
     block raises (a task's exception, re-raised by its future), the tasks not yet started are cancelled.
+    ``shipped``: the properties' inputs (:func:`.compare_work.property_inputs`), handed to every worker.
     """
     from concurrent.futures import ProcessPoolExecutor
 
     from .compare_work import forkserver_context, worker_init
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver_context(), initializer=worker_init)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver_context(), initializer=worker_init,
+                               initargs=(shipped,))
     try:
         yield pool
     except BaseException:  # a task failed (or ^C): drop the queued tasks instead of running them to the end
@@ -170,7 +172,7 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
                  mechanisms: Sequence[str] | None, audit: bool, out: str | Path | None, show_progress: bool,
                  cache: str | Path | None, jobs: int) -> dict[str, Any]:
     """:func:`run_compare`'s body: the tasks (:mod:`.compare_work`) run in ``jobs`` processes (1: in this one)."""
-    from .compare_work import Settings, TaskResult, run_task
+    from .compare_work import Settings, TaskResult, inputs_key, property_inputs, run_task
 
     seed = check_int(seed, "seed", minimum=0)
     props = (["income"] if quick else list(PROPERTIES)) if properties is None else list(properties)
@@ -205,7 +207,9 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
         else:
             from concurrent.futures import as_completed
 
-            with _pool(jobs) as pool:
+            with _one_blas_thread():  # the properties' data, built here while the forkserver imports
+                shipped = {inputs_key(settings, p): property_inputs(*inputs_key(settings, p)) for p in props}
+            with _pool(jobs, shipped) as pool:
                 futures = [pool.submit(run_task, settings, task) for task in tasks]
                 for fut in as_completed(futures):
                     got = fut.result()

@@ -57,16 +57,31 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class PropertyState:
-    """A property's inputs shared by its tasks: PropertyModels, the empirical and Gaussian f_θ, the
-    datasets' query values ``x``, the attack's data and its fitted meta-classifier."""
+class PropertyInputs:
+    """A property's data shared by its tasks: the empirical and Gaussian f_θ, the datasets' query values ``x``
+    and the attack's shadow and test values (no fitted model: small to pickle, no scikit-learn needed)."""
 
-    pms: tuple[Any, Any, Any]
+    emp: Any
+    gm: Any
+    x: Any
+    data: Any
+
+
+@dataclass(frozen=True)
+class PropertyState:
+    """:class:`PropertyInputs` and the meta-classifier fitted on its shadow values."""
+
     emp: Any
     gm: Any
     x: Any
     data: Any
     attack: Any
+
+
+#: Key of a property's inputs: (seed, property, predicate, pair, sizes).
+InputsKey = tuple[int, str, str, tuple[float, float], tuple[tuple[str, int], ...]]
+#: Inputs computed by the parent process and handed to this worker (:func:`worker_init`); else built here.
+_SHIPPED: dict[InputsKey, PropertyInputs] = {}
 
 
 def _models(ctx: Any, predicate: str, pair: tuple[float, float], seed: int) -> tuple[Any, Any, Any]:
@@ -82,13 +97,13 @@ def _models(ctx: Any, predicate: str, pair: tuple[float, float], seed: int) -> t
     return pms, emp, emp.to_gaussian()
 
 
-@functools.lru_cache(maxsize=4)
-def property_state(seed: int, prop: str, predicate: str, pair: tuple[float, float],
-                   sizes: tuple[tuple[str, int], ...]) -> PropertyState:
-    """The inputs of ``prop``'s tasks (memoised per process; a pure function of its arguments)."""
+def property_inputs(seed: int, prop: str, predicate: str, pair: tuple[float, float],
+                    sizes: tuple[tuple[str, int], ...]) -> PropertyInputs:
+    """The data of ``prop``'s tasks: a pure function of its arguments (the Adult context of ``seed``, generators
+    keyed on (seed, what is drawn, property)), so the parent may compute it once for every worker."""
     import numpy as np
 
-    from ..attacks import MetaClassifierAttack, sample_attack_data
+    from ..attacks import sample_attack_data
     from .chen_ohrimenko.context import get_context
     from .chen_ohrimenko.settings import MODEL_SAMPLES, N_RECORDS, _rng
 
@@ -100,8 +115,24 @@ def property_state(seed: int, prop: str, predicate: str, pair: tuple[float, floa
     x = np.concatenate([pms[0].sample_query(pair[0], half, g), pms[0].sample_query(pair[1], size["reps"] - half, g)])
     data = sample_attack_data((pms[1].sample_query, pms[2].sample_query), *pair, n_shadow=size["n_shadow"],
                               n_test=size["n_test"], reps=size["attack_reps"], rng=_rng(seed, "compare-attack", prop))
-    attack = MetaClassifierAttack().fit(data)
-    return PropertyState(pms, emp, gm, x, data, attack)
+    return PropertyInputs(emp, gm, x, data)
+
+
+@functools.lru_cache(maxsize=4)
+def property_state(seed: int, prop: str, predicate: str, pair: tuple[float, float],
+                   sizes: tuple[tuple[str, int], ...]) -> PropertyState:
+    """The inputs of ``prop``'s tasks (handed over by the parent, else :func:`property_inputs`) and the fitted
+    meta-classifier (memoised per process)."""
+    from ..attacks import MetaClassifierAttack
+
+    key = (seed, prop, predicate, pair, sizes)
+    inp = _SHIPPED.get(key) or property_inputs(*key)
+    return PropertyState(inp.emp, inp.gm, inp.x, inp.data, MetaClassifierAttack().fit(inp.data))
+
+
+def inputs_key(s: Settings, prop: str) -> InputsKey:
+    """The :data:`InputsKey` of ``prop`` under the run's settings."""
+    return (s.seed, prop, dict(s.predicates)[prop], s.pair, s.sizes)
 
 
 def _calibrate(name: str, model: Any, pair: tuple[float, float], eps: float, delta: float) -> tuple[Any, list[str]]:
@@ -145,7 +176,7 @@ class TaskResult:
 
 
 def _state(s: Settings, prop: str) -> PropertyState:
-    return property_state(s.seed, prop, dict(s.predicates)[prop], s.pair, s.sizes)
+    return property_state(*inputs_key(s, prop))
 
 
 def none_row(s: Settings, prop: str) -> TaskResult:
@@ -265,10 +296,14 @@ def forkserver_context() -> Any:
     return ctx
 
 
-def worker_init() -> None:
+def worker_init(shipped: dict[InputsKey, PropertyInputs] | None = None) -> None:
     """Worker process setup: BLAS held to one thread for the process's life (:func:`.compare._one_blas_thread`'s
     reasons: the matrices are small, spinning BLAS threads only cost CPU, and one thread fixes the summation
-    order, so a worker computes the very numbers the serial run does)."""
+    order, so a worker computes the very numbers the serial run does); ``shipped``: the properties' inputs
+    computed by the parent (:func:`property_inputs`, the same values a worker would compute), so no worker
+    loads the Adult data itself."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency
 
     threadpool_limits(limits=1, user_api="blas")
+    _SHIPPED.clear()
+    _SHIPPED.update(shipped or {})
