@@ -107,7 +107,10 @@ def run_compare(
     ``jobs``: worker processes (default ``min(2, os.cpu_count())``; 1 runs everything in this process). The
     run is cut into independent tasks, one per (property, mechanism) and one per property's undefended row
     (:mod:`.compare_work`), whose random draws are keyed on what they draw, never on a shared stream: the
-    rows are the same for every ``jobs`` (only ``seconds`` and ``jobs`` in the result differ).
+    rows are the same for every ``jobs`` (only ``seconds``, ``jobs`` and ``task_cpu`` in the result differ).
+    With ``jobs`` > 1 the workers come from a forkserver, which imports the caller's ``__main__`` module in
+    each worker: a script calling this must guard its top level with ``if __name__ == "__main__":`` (as for
+    any multiprocessing start method other than fork), or pass ``jobs=1``.
 
     The computation runs with one BLAS thread per process (:func:`_one_blas_thread`): its matrices are small,
     and OpenBLAS's worker threads only spin (issue 25: an eighth of a fresh run's CPU time on a loaded machine).

@@ -27,8 +27,8 @@ from typing import Any
 
 #: Modules a worker process needs, imported once by the forkserver before it forks the workers
 #: (:func:`forkserver_context`): each worker then starts with them loaded instead of importing them itself
-#: (~2.5 s of CPU per process: scikit-learn, SciPy, pandas for the Adult data, cvxpy for OptM). A module that
-#: is not installed is skipped by the forkserver (the worker imports what it needs, or fails, as serially).
+#: (~2 s of CPU per process: scikit-learn, which imports pandas, SciPy, cvxpy for OptM). A module that is not
+#: installed is skipped by the forkserver (the worker imports what it needs, or fails, as serially).
 PRELOAD: tuple[str, ...] = (
     "numpy", "scipy.stats", "scipy.optimize", "scipy.spatial.distance", "sklearn.linear_model", "sklearn.pipeline",
     "sklearn.preprocessing", "pandas", "cvxpy",
