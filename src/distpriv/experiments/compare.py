@@ -30,11 +30,12 @@ property's undefended row (:mod:`.compare_work`), run in ``jobs`` worker process
 ``min(2, os.cpu_count())``; ``jobs=1`` runs them in this process). The workers are forked from a
 forkserver that imports their modules once (:data:`.compare_work.PRELOAD`) while the CLI starts up; every
 random draw is keyed on what it draws, so the rows do not depend on ``jobs``. A fresh full run costs about
-12.5 CPU seconds in one process (28–32 before issue 25's "compare in seconds": the run holds BLAS to one
+11–12.5 CPU seconds in one process (23–32 before issue 25's "compare in seconds": the run holds BLAS to one
 thread, :func:`_one_blas_thread`, and the SSP quantizer's certified PLDs are a third shorter; 37 before
 the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort
-thresholds); two workers cost 2–3 CPU seconds more (the forkserver's imports beside the CLI's, each
-worker's Adult context) and share the tasks' ~12 s evenly (docs/peers.md has the measured wall times).
+thresholds); two workers cost 2–3 CPU seconds more (the forkserver's imports beside the CLI's) and share
+the tasks' ~10 s evenly; under load from other sessions they do not shorten the run (docs/peers.md has the
+measured wall times).
 What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~3.5 s), the audits (~3 s), the
 imports (~2 s per process), the peers' calibrations (~2 s: the SSP quantizer's PLDs, the Kantorovich
 assignments). ``run_compare(cache=folder)``
