@@ -98,3 +98,45 @@ def test_compare_worker_error_reaches_the_caller(adult_ok, monkeypatch) -> None:
         pool.submit(compare_work.run_task, compare_work.Settings(0, tuple(compare.QUICK.items()), (1.0,), 1e-3, False,
                                                                  (0.45, 0.55), None, (), compare.MECHANISMS),
                     ("none", "income")).result()
+
+
+def test_compare_warm_rerun_reads_back_in_one_process(serial_and_parallel) -> None:  # noqa: ANN001
+    """Every value cached: the run reads them back here instead of starting workers (same rows, ``jobs`` 1)."""
+    serial, _, cache = serial_and_parallel
+    again = compare.run_compare(**ARGS, jobs=2, cache=cache)
+    assert again["jobs"] == 1 and len(again["task_cpu"]) == 1
+    assert again["calibration_cache"]["hits"] == 2 * 2 * len(SMALL) * 2
+    assert _same(again, serial)
+
+
+def test_all_cached_names_every_entry_a_task_reads(serial_and_parallel) -> None:  # noqa: ANN001
+    """:func:`all_cached` checks the very digests the tasks read: one entry removed, and it says no."""
+    from distpriv.experiments import compare_cache as cc
+    from distpriv.experiments import compare_work as cw
+
+    _, _, cache = serial_and_parallel
+    s = cw.Settings(0, tuple(compare.QUICK.items()), (1.0, 5.0), 1e-3, True, compare.pair_for(compare.DELTA_P),
+                    str(cache), tuple(compare.PROPERTIES.items()),
+                    tuple(m for m in compare.MECHANISMS if m[0] in SMALL))
+    inputs = {p: cw.property_inputs(*cw.inputs_key(s, p)) for p in ("income", "sex")}
+    assert cw.all_cached(s, ["income", "sex"], inputs) and cc.has_version(cache)
+    k = cw.cell_keys(s, "sex", "ssp-quantizer", 5.0, inputs["sex"].emp, inputs["sex"].gm)
+    entry = cache / cc.code_fingerprint()[:16] / f"{k.audit}.pkl"
+    saved = entry.read_bytes()
+    entry.unlink()
+    try:
+        assert not cw.all_cached(s, ["income", "sex"], inputs)
+        assert cw.all_cached(cw.Settings(**{**s.__dict__, "audit": False}), ["income", "sex"], inputs)
+    finally:
+        entry.write_bytes(saved)
+    assert not cw.all_cached(cw.Settings(**{**s.__dict__, "folder": None}), ["income", "sex"], inputs)
+
+
+def test_default_cache_folder_is_the_adult_cache_dir_plus_compare(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    from distpriv.datasets.adult import cache_dir
+    from distpriv.experiments.compare_cache import default_folder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_folder() == cache_dir() / "compare" == tmp_path / "distpriv" / "compare"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_folder() == cache_dir() / "compare"

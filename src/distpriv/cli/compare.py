@@ -23,9 +23,11 @@ def compare(
     out: Path | None = typer.Option(None, "--out", help="Directory for compare.json, compare.md and compare.png."),
 ) -> None:
     """The papers' mechanisms, OptM and the peers (SSP quantizer, Ding (L), Kantorovich) at one exact guarantee."""
+    from ..experiments.compare_cache import default_folder
     from ..experiments.compare_work import start_workers
 
-    start_workers(jobs)  # the workers' imports run beside this process's
+    folder = default_folder() if cache else None
+    start_workers(jobs, folder)  # the workers' imports run beside this process's (not for a warm rerun)
     from ..experiments import compare as cmp
     from ..experiments.chen_ohrimenko.settings import EPSILONS
     from ..formatting import check_format, dumps, parse_positive_list
@@ -36,10 +38,8 @@ def compare(
         return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
     eps = parse_positive_list(epsilons, "--epsilons") or EPSILONS
-    from ..experiments.compare_cache import default_folder
-
     res = cmp.run_compare(quick=quick, seed=seed, properties=names(properties), epsilons=eps, mechanisms=names(mechanisms),
-                  audit=audit, out=out, show_progress=True, cache=default_folder() if cache else None,
+                  audit=audit, out=out, show_progress=True, cache=folder,
                           jobs=jobs)
     typer.echo(dumps(res) if fmt == "json" else cmp.compare_markdown(res))
 

@@ -108,7 +108,9 @@ def run_compare(
     ``jobs``: worker processes (default ``min(2, os.cpu_count())``; 1 runs everything in this process). The
     run is cut into independent tasks, one per (property, mechanism) and one per property's undefended row
     (:mod:`.compare_work`), whose random draws are keyed on what they draw, never on a shared stream: the
-    rows are the same for every ``jobs`` (only ``seconds``, ``jobs`` and ``task_cpu`` in the result differ).
+    rows are the same for every ``jobs`` (only ``seconds``, ``jobs`` and ``task_cpu`` in the result differ;
+    ``jobs`` there is the number of processes that ran the tasks). With a ``cache`` that holds every value of
+    the run (:func:`.compare_work.all_cached`) they are read back in this process, without workers.
     With ``jobs`` > 1 the workers come from a forkserver, which imports the caller's ``__main__`` module in
     each worker: a script calling this must guard its top level with ``if __name__ == "__main__":`` (as for
     any multiprocessing start method other than fork), or pass ``jobs=1``.
@@ -176,7 +178,15 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
                  mechanisms: Sequence[str] | None, audit: bool, out: str | Path | None, show_progress: bool,
                  cache: str | Path | None, jobs: int) -> dict[str, Any]:
     """:func:`run_compare`'s body: the tasks (:mod:`.compare_work`) run in ``jobs`` processes (1: in this one)."""
-    from .compare_work import Settings, TaskResult, inputs_key, property_inputs, run_task
+    from .compare_work import (
+        Settings,
+        TaskResult,
+        all_cached,
+        inputs_key,
+        property_inputs,
+        run_task,
+        shipped_inputs,
+    )
 
     seed = check_int(seed, "seed", minimum=0)
     props = (["income"] if quick else list(PROPERTIES)) if properties is None else list(properties)
@@ -203,16 +213,20 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
     done: dict[tuple[str, ...], TaskResult] = {}
     total = len(props) * len(eps_grid) * len(selected)
     with progress("compare", total, enabled=show_progress) as advance:
+        shipped: dict[Any, Any] = {}
+        if jobs > 1 and len(tasks) > 1:
+            with _one_blas_thread():  # the properties' data, built here while the forkserver imports
+                shipped = {inputs_key(settings, p): property_inputs(*inputs_key(settings, p)) for p in props}
+            if all_cached(settings, props, {p: shipped[inputs_key(settings, p)] for p in props}):
+                jobs = 1  # a warm rerun: reading every value back here costs less than starting workers
         if jobs == 1 or len(tasks) == 1:
-            with _one_blas_thread():
+            with _one_blas_thread(), shipped_inputs(shipped):
                 for task in tasks:
                     done[task] = run_task(settings, task)
                     advance(len(done[task].rows) if task[0] == "mechanism" else 0)
         else:
             from concurrent.futures import as_completed
 
-            with _one_blas_thread():  # the properties' data, built here while the forkserver imports
-                shipped = {inputs_key(settings, p): property_inputs(*inputs_key(settings, p)) for p in props}
             with _pool(jobs, shipped) as pool:
                 futures = [pool.submit(run_task, settings, task) for task in tasks]
                 for fut in as_completed(futures):

@@ -19,8 +19,10 @@ A mechanism's cells stay in one task because its calibrations share process-loca
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,6 +195,46 @@ def none_row(s: Settings, prop: str) -> TaskResult:
     return TaskResult(("none", prop), [row], [], 0)
 
 
+@dataclass(frozen=True)
+class CellKeys:
+    """The cache keys of one (property, mechanism, ε) cell (:mod:`.compare_cache`): its calibration, its proven δ
+    under the Gaussian f_θ (mechanisms calibrated on the samples; else ``None``) and its audit (``None`` without)."""
+
+    calibration: str
+    exact_delta: str | None
+    audit: str | None
+
+
+def cell_keys(s: Settings, prop: str, name: str, eps: float, emp: Any, gm: Any) -> CellKeys:
+    """:class:`CellKeys` of ``name`` on ``prop`` at ``eps``: the digests :func:`mechanism_rows` reads and writes."""
+    from . import compare_cache
+
+    on = next(on for n, _, on in s.mechanisms if n == name)
+    cal = compare_cache.calibration_key(name, emp if on == "samples" else gm, s.pair, float(eps), s.delta)
+    gm_bytes = compare_cache.model_fingerprint(gm, s.pair)
+    exact = compare_cache.key("exact-delta", cal, gm_bytes) if on == "samples" else None
+    audit = (compare_cache.key("audit", cal, gm_bytes, dict(s.sizes)["audit_trials"], 0.95, s.seed,
+                               (prop, name, float(eps))) if s.audit else None)
+    return CellKeys(cal, exact, audit)
+
+
+def all_cached(s: Settings, props: Sequence[str], inputs: Mapping[str, PropertyInputs]) -> bool:
+    """Whether the cache folder of ``s`` holds every calibration, proven δ and audit of the run (a warm rerun:
+    reading them back costs less than starting worker processes). ``False`` without a cache."""
+    from . import compare_cache
+
+    if s.folder is None:
+        return False
+    digests = []
+    for prop in props:
+        inp = inputs[prop]
+        for name, _, _ in s.mechanisms:
+            for eps in s.epsilons:
+                k = cell_keys(s, prop, name, eps, inp.emp, inp.gm)
+                digests += [d for d in (k.calibration, k.exact_delta, k.audit) if d is not None]
+    return all(compare_cache.has_entry(Path(s.folder), d) for d in digests)
+
+
 def mechanism_rows(s: Settings, prop: str, name: str) -> TaskResult:
     """``name`` on ``prop`` at every ε of ``s``: one row per ε (module docstring of :mod:`.compare`)."""
     import numpy as np
@@ -208,17 +250,16 @@ def mechanism_rows(s: Settings, prop: str, name: str) -> TaskResult:
     pair, seed, size = s.pair, s.seed, dict(s.sizes)
     folder = None if s.folder is None else Path(s.folder)
     model = st.emp if on == "samples" else st.gm
-    gm_bytes = compare_cache.model_fingerprint(st.gm, pair)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     hits = 0
     for eps in s.epsilons:
         key = (prop, name, float(eps))
         row: dict[str, Any] = {"property": prop, "mechanism": label, "epsilon": float(eps)}
+        keys = cell_keys(s, prop, name, eps, st.emp, st.gm)
         try:
-            cal_key = compare_cache.calibration_key(name, model, pair, float(eps), s.delta)
             (mech, warned), hit = compare_cache.cached(
-                folder, cal_key, lambda: _calibrate(name, model, pair, float(eps), s.delta))  # noqa: B023
+                folder, keys.calibration, lambda: _calibrate(name, model, pair, float(eps), s.delta))  # noqa: B023
             hits += hit
         except DistPrivError as exc:  # a refusal is a result: the mechanism proves nothing here
             rows.append({**row, "claimed_delta": None, "refused": str(exc)})
@@ -227,9 +268,9 @@ def mechanism_rows(s: Settings, prop: str, name: str) -> TaskResult:
         notes.extend(f"{label} ({prop}, ε = {eps:g}): {w}" for w in warned)
         y = mech.release_batch(st.x, _rng(seed, "compare-noise", *key))
         row["claimed_delta"] = float(mech.guarantee.delta)
-        if on == "samples":
+        if keys.exact_delta is not None:
             row["exact_delta"], hit = compare_cache.cached(
-                folder, compare_cache.key("exact-delta", cal_key, gm_bytes),
+                folder, keys.exact_delta,
                 lambda: _exact_delta(mech, st.gm, pair, float(eps)))  # noqa: B023
             hits += hit
         else:
@@ -239,9 +280,8 @@ def mechanism_rows(s: Settings, prop: str, name: str) -> TaskResult:
         row["meta_classifier_accuracy"] = st.attack.evaluate(st.data, mech, _rng(seed, "compare-test", *key)).accuracy
         row["likelihood_ratio_accuracy"] = likelihood_ratio_attack(
             st.data, mech, rng=_rng(seed, "compare-lr", *key)).accuracy
-        if s.audit:
-            audit_key = compare_cache.key("audit", cal_key, gm_bytes, size["audit_trials"], 0.95, seed, key)
-            rep, hit = compare_cache.cached(folder, audit_key, lambda: run_audit(  # noqa: B023
+        if keys.audit is not None:
+            rep, hit = compare_cache.cached(folder, keys.audit, lambda: run_audit(  # noqa: B023
                 mech, st.gm, pair, trials=size["audit_trials"], confidence=0.95,  # noqa: B023
                 rng=_rng(seed, "compare-audit", *key)))  # noqa: B023
             hits += hit
@@ -275,13 +315,20 @@ def default_jobs(jobs: int | None) -> int:
     return min(2, os.cpu_count() or 1) if jobs is None else check_int(jobs, "jobs", minimum=1)
 
 
-def start_workers(jobs: int | None) -> None:
-    """Start the forkserver now (it imports :data:`PRELOAD` while the caller imports the rest) when ``jobs`` > 1.
+def start_workers(jobs: int | None, cache: Path | None = None) -> None:
+    """Start the forkserver now (it imports :data:`PRELOAD` while the caller imports the rest) when ``jobs`` > 1,
+    unless the ``cache`` folder already holds entries of this code version (a rerun then most likely reads
+    every value back in one process, :func:`all_cached`, and the forkserver's imports would be wasted).
 
-    Optional: the pool of :func:`distpriv.experiments.compare.run_compare` starts it anyway; the CLI calls this
-    first thing, so the forkserver's imports overlap the CLI's own. No effect on any number.
+    Optional: the pool of :func:`distpriv.experiments.compare.run_compare` starts it anyway when needed; the CLI
+    calls this first thing, so the forkserver's imports overlap the CLI's own. No effect on any number.
     """
     if default_jobs(jobs) > 1:
+        if cache is not None:
+            from .compare_cache import has_version
+
+            if cache.is_dir() and has_version(cache):
+                return
         forkserver_context()
 
 
@@ -294,6 +341,17 @@ def forkserver_context() -> Any:
     ctx.set_forkserver_preload(list(PRELOAD))
     forkserver.ensure_running()
     return ctx
+
+
+@contextlib.contextmanager
+def shipped_inputs(shipped: Mapping[InputsKey, PropertyInputs]) -> Iterator[None]:
+    """Use ``shipped`` (:func:`property_inputs` values computed by the caller) in this process inside the block."""
+    _SHIPPED.update(shipped)
+    try:
+        yield
+    finally:
+        for k in shipped:
+            _SHIPPED.pop(k, None)
 
 
 def worker_init(shipped: dict[InputsKey, PropertyInputs] | None = None) -> None:
