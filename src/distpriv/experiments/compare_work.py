@@ -9,9 +9,11 @@ A run is split into independent tasks (:func:`run_task`):
 Every random draw of a task comes from a generator keyed on (seed, what it draws, property, mechanism, ε)
 (:func:`distpriv.experiments.chen_ohrimenko.settings._rng`), never from a stream shared with another
 task, so a task's rows are the same whichever process runs it, in whichever order: the rows do not depend
-on the number of worker processes. The per-property inputs (the Gaussian f_θ, the datasets, the attack's
-shadow and test values and its fitted meta-classifier) are themselves pure functions of (seed, property,
-sizes), recomputed where needed and memoised per process (:func:`property_state`).
+on the number of worker processes. The per-property inputs (the empirical and Gaussian f_θ, the datasets,
+the attack's shadow and test values: :func:`property_inputs`) are themselves pure functions of (seed,
+property, sizes): the parent computes them once while the workers' forkserver imports, and hands them to
+every worker (:func:`worker_init`); each process fits the meta-classifier on them once
+(:func:`property_state`).
 
 A mechanism's cells stay in one task because its calibrations share process-local work across ε
 (Kantorovich's transport plan is computed once per model).
@@ -37,7 +39,7 @@ PRELOAD: tuple[str, ...] = (
     "distpriv.mechanisms", "distpriv.mechanisms.optm", "distpriv.mechanisms.ssp", "distpriv.mechanisms.ding",
     "distpriv.attacks", "distpriv.auditing", "distpriv.accounting.release", "distpriv.datasets.adult",
     "distpriv.property", "distpriv.queries", "distpriv.experiments.chen_ohrimenko.context",
-    "distpriv.experiments.compare", "distpriv.experiments.compare_cache", "distpriv.experiments.compare_work",
+    "distpriv.experiments.compare_cache", "distpriv.experiments.compare_work",
 )
 
 
