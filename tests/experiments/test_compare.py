@@ -21,7 +21,7 @@ def smoke(adult_ok, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("compare")
     cache = tmp_path_factory.mktemp("compare-cache")
     res = compare.run_compare(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, out=out,
-                      cache=cache)
+                      cache=cache, jobs=1)
     return res, out
 
 
@@ -44,7 +44,8 @@ def test_compare_rows_meet_the_common_guarantee(smoke) -> None:  # noqa: ANN001
 
 @pytest.mark.slow
 def test_compare_audits_never_refute_the_claims(adult_ok) -> None:  # noqa: ANN001
-    res = compare.run_compare(quick=True, properties=["income"], epsilons=[1.0], mechanisms=["ssp-quantizer", "ding-laplace"])
+    res = compare.run_compare(quick=True, properties=["income"], epsilons=[1.0], mechanisms=["ssp-quantizer", "ding-laplace"],
+                              jobs=1)
     rows = [r for r in res["rows"] if r["mechanism"] != "None"]
     assert len(rows) == 2 and all(r["audit_epsilon_lower"] <= r["epsilon"] for r in rows), rows
 
@@ -69,7 +70,8 @@ def test_compare_cache_returns_the_same_rows(smoke) -> None:  # noqa: ANN001
     res, _ = smoke
     folder = res["calibration_cache"]["folder"]
     assert res["calibration_cache"]["hits"] == 0
-    again = compare.run_compare(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, cache=folder)
+    again = compare.run_compare(quick=True, properties=["income"], epsilons=[5.0], mechanisms=CHEAP, audit=False, cache=folder,
+                                  jobs=1)
     assert again["calibration_cache"]["hits"] == len(CHEAP) + 1  # four calibrations + Kantorovich's exact δ
     assert json.dumps(again["rows"], default=str) == json.dumps(res["rows"], default=str)
 

@@ -17,10 +17,17 @@ def compare(
     cache: bool = typer.Option(True, "--cache/--no-cache",
                                help="memoise the calibrated mechanisms in $XDG_CACHE_HOME/distpriv/compare (keyed on "
                                     "the code and every input; the rows do not change)."),
+    jobs: int | None = typer.Option(None, "--jobs", help="worker processes (default min(2, CPU count); 1: serial). "
+                                                         "The rows do not depend on it."),
     fmt: str = typer.Option("md", "--format", help="json or md."),
     out: Path | None = typer.Option(None, "--out", help="Directory for compare.json, compare.md and compare.png."),
 ) -> None:
     """The papers' mechanisms, OptM and the peers (SSP quantizer, Ding (L), Kantorovich) at one exact guarantee."""
+    from ..experiments.compare_cache import default_folder
+    from ..experiments.compare_work import start_workers
+
+    folder = default_folder() if cache else None
+    start_workers(jobs, folder)  # the workers' imports run beside this process's (not for a warm rerun)
     from ..experiments import compare as cmp
     from ..experiments.chen_ohrimenko.settings import EPSILONS
     from ..formatting import check_format, dumps, parse_positive_list
@@ -31,10 +38,9 @@ def compare(
         return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
     eps = parse_positive_list(epsilons, "--epsilons") or EPSILONS
-    from ..experiments.compare_cache import default_folder
-
     res = cmp.run_compare(quick=quick, seed=seed, properties=names(properties), epsilons=eps, mechanisms=names(mechanisms),
-                  audit=audit, out=out, show_progress=True, cache=default_folder() if cache else None)
+                  audit=audit, out=out, show_progress=True, cache=folder,
+                          jobs=jobs)
     typer.echo(dumps(res) if fmt == "json" else cmp.compare_markdown(res))
 
 

@@ -25,16 +25,24 @@ the 1,000 samples per θ, whose plan it needs). Per row:
 * ``own_notion``: the peer's own privacy measure (SSP: attacker success Π under a uniform prior
   on the pair; Ding (L): the paper's δ; Kantorovich: the sensitivity Δ_K).
 
-Cost: a fresh full run is about 17 CPU seconds on a loaded machine (32 before issue 25's "compare in
-seconds": the run now holds BLAS to one thread, :func:`_one_blas_thread`, whose spinning workers cost a
-quarter of it, and the SSP quantizer's certified PLDs are a third shorter and skip the dominated order;
-37 before the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's
-one-sort thresholds). What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~4.5 s), the
-audits' classifiers (~5 s with scikit-learn's import), the Kantorovich assignments (~1.5 s) and the
-imports. ``run_compare(cache=folder)`` memoises every calibration, audit and proven δ
-on disk (:mod:`.compare_cache`, keyed on the code and every input), so a repeated run gives the same
-rows in about 2 CPU seconds (``benchmarks/bench_compare.py``; ``--before REV`` times a fresh run of
-another commit in the same run and lists the numbers that moved).
+Cost: the run is cut into independent tasks, one per (property, mechanism) over every ε and one per
+property's undefended row (:mod:`.compare_work`), run in ``jobs`` worker processes (default
+``min(2, os.cpu_count())``; ``jobs=1`` runs them in this process). The workers are forked from a
+forkserver that imports their modules once (:data:`.compare_work.PRELOAD`) while the CLI starts up; every
+random draw is keyed on what it draws, so the rows do not depend on ``jobs``. A fresh full run costs about
+11–12.5 CPU seconds in one process (23–32 before issue 25's "compare in seconds": the run holds BLAS to one
+thread, :func:`_one_blas_thread`, and the SSP quantizer's certified PLDs are a third shorter; 37 before
+the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort
+thresholds); two workers cost 2–3 CPU seconds more (the forkserver's imports beside the CLI's) and share
+the tasks' ~10 s evenly; under load from other sessions they do not shorten the run (docs/peers.md has the
+measured wall times).
+What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~3.5 s), the audits (~3 s), the
+imports (~2 s per process), the peers' calibrations (~2 s: the SSP quantizer's PLDs, the Kantorovich
+assignments). ``run_compare(cache=folder)``
+memoises every calibration, audit and proven δ on disk (:mod:`.compare_cache`, keyed on the code and every
+input), so a repeated run gives the same rows in about 2 CPU seconds (``benchmarks/bench_compare.py``:
+wall and CPU seconds, the workers' included; ``--before REV`` times a fresh run of another commit, of this
+tree and of this tree with ``jobs=1`` in the same run and lists the numbers that moved).
 """
 
 from __future__ import annotations
@@ -42,17 +50,14 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._validation import check_int
-from ..errors import DistPrivError, InvalidParameterError
+from ..errors import InvalidParameterError
 from ..formatting import dumps, markdown_table, prepare_out, progress
-from .chen_ohrimenko.settings import DELTA, EPSILONS, MODEL_SAMPLES, N_RECORDS, _rng, pair_for
+from .chen_ohrimenko.settings import DELTA, EPSILONS, MODEL_SAMPLES, N_RECORDS, pair_for
 
 STUDY = "compare"
 #: The compared properties: predicate of the protected share (Table 3 protects income).
@@ -77,46 +82,6 @@ COLUMNS = ("property", "mechanism", "epsilon", "claimed_delta", "l2_error", "exp
            "meta_classifier_accuracy", "likelihood_ratio_accuracy", "audit_epsilon_lower", "own_notion")
 
 
-def _models(ctx: Any, predicate: str, pair: tuple[float, float], seed: int) -> tuple[Any, Any, Any]:
-    """PropertyModels (model / aux / test records) and the 1,000-sample f_θ of the pair."""
-    from ..property import PropertyModel
-    from ..queries import as_predicate
-
-    pms = tuple(PropertyModel(getattr(ctx.split, part), as_predicate(predicate), ctx.query, ctx.n)
-                for part in ("model", "aux", "test"))
-    emp = pms[0].empirical_model(list(pair), size=ctx.model_samples, rng=_rng(seed, "compare-model", predicate, pair),
-                                 claim_scope="papers")
-    return pms, emp, emp.to_gaussian()
-
-
-def _calibrate(name: str, model: Any, pair: tuple[float, float], eps: float, delta: float) -> tuple[Any, list[str]]:
-    from ..mechanisms import calibrate
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        mech = calibrate(name, model, [pair], epsilon=eps, delta=delta)
-    return mech, sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-
-
-def _exact_delta(mech: Any, gm: Any, pair: tuple[float, float], eps: float) -> float | None:
-    """Proven δ(ε) under the Gaussian f_θ for a claim made on another law (Kantorovich's samples)."""
-    from ..accounting.release import NoiseLaw, proven_delta
-
-    prof = proven_delta(gm, [pair], NoiseLaw.laplace(mech.basis, mech.scales), eps, rtol=1e-2)
-    return float(prof.delta_upper)
-
-
-def _own_notion(name: str, mech: Any) -> str | None:
-    d = mech.details
-    if name == "ssp-quantizer":
-        return f"attacker success Π = {d['attacker_success']:.4f} (bin width {d['bin_width']:.3g})"
-    if name == "ding-laplace":
-        return f"paper's (ε, δ) claim δ = {d['paper_delta']:g}; proven δ = {d.get('exact_delta', 0.0):.3g}"
-    if name == "kantorovich":
-        return f"ε-Pufferfish on the samples, Δ_K = {d['kantorovich_sensitivity']:.4g}"
-    return None
-
-
 def run_compare(
     *,
     quick: bool = False,
@@ -129,6 +94,7 @@ def run_compare(
     out: str | Path | None = None,
     show_progress: bool = False,
     cache: str | Path | None = None,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Compute the comparison (module docstring).
 
@@ -139,12 +105,57 @@ def run_compare(
     mechanism a fresh calibration gives; the CLI uses ``$XDG_CACHE_HOME/distpriv/compare``);
     ``None`` (the default) calibrates everything afresh. The rows do not depend on it.
 
-    The computation runs with one BLAS thread (:func:`_one_blas_thread`): its matrices are small, and
-    OpenBLAS's worker threads only spin (issue 25: an eighth of a fresh run's CPU time on a loaded machine).
+    ``jobs``: worker processes (default ``min(2, os.cpu_count())``; 1 runs everything in this process). The
+    run is cut into independent tasks, one per (property, mechanism) and one per property's undefended row
+    (:mod:`.compare_work`), whose random draws are keyed on what they draw, never on a shared stream: the
+    rows are the same for every ``jobs`` (only ``seconds``, ``jobs`` and ``task_cpu`` in the result differ;
+    ``jobs`` there is the number of processes that ran the tasks). With a ``cache`` that holds every value of
+    the run (:func:`.compare_work.all_cached`) they are read back in this process, without workers.
+    With ``jobs`` > 1 the workers come from a forkserver, which imports the caller's ``__main__`` module in
+    each worker: a script calling this must guard its top level with ``if __name__ == "__main__":`` (as for
+    any multiprocessing start method other than fork), or pass ``jobs=1``.
+
+    The computation runs with one BLAS thread per process (:func:`_one_blas_thread`): its matrices are small,
+    and OpenBLAS's worker threads only spin (issue 25: an eighth of a fresh run's CPU time on a loaded machine).
     """
-    with _one_blas_thread():
-        return _run_compare(quick=quick, seed=seed, properties=properties, epsilons=epsilons, delta=delta,
-                            mechanisms=mechanisms, audit=audit, out=out, show_progress=show_progress, cache=cache)
+    from .compare_work import default_jobs
+
+    n_jobs = default_jobs(jobs)
+    return _run_compare(quick=quick, seed=seed, properties=properties, epsilons=epsilons, delta=delta,
+                        mechanisms=mechanisms, audit=audit, out=out, show_progress=show_progress, cache=cache,
+                        jobs=n_jobs)
+
+
+#: Relative CPU cost of one (property, mechanism) task over the three ε, the Gaussian papers' mechanisms = 1
+#: (measured on the full run, issue 25: ExpM (L) 0.8–1.0 s, DirM (L) 0.5–0.65 s, Kantorovich 0.45–0.6 s, the SSP
+#: quantizer 0.15–0.75 s, OptM 0.25–0.4 s, Ding (L) ~0.23 s, the others 0.07–0.17 s): tasks are handed out
+#: longest first, so the workers finish at about the same time. Only the order of the work depends on it,
+#: never a number.
+TASK_COST: dict[str, float] = {"expm-laplace": 9.0, "dirm-laplace": 6.0, "kantorovich": 5.0, "ssp-quantizer": 4.0,
+                               "optm": 3.0, "ding-laplace": 2.3}
+
+
+@contextlib.contextmanager
+def _pool(jobs: int, shipped: dict[Any, Any] | None = None) -> Iterator[Any]:
+    """``jobs`` worker processes forked from a forkserver that has imported :data:`.compare_work.PRELOAD`.
+
+    The forkserver (started once per Python process, then reused) pays the imports once; its forks start
+    with them loaded. Each worker holds BLAS to one thread (:func:`.compare_work.worker_init`). When the
+    block raises (a task's exception, re-raised by its future), the tasks not yet started are cancelled.
+    ``shipped``: the properties' inputs (:func:`.compare_work.property_inputs`), handed to every worker.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .compare_work import forkserver_context, worker_init
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver_context(), initializer=worker_init,
+                               initargs=(shipped,))
+    try:
+        yield pool
+    except BaseException:  # a task failed (or ^C): drop the queued tasks instead of running them to the end
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 @contextlib.contextmanager
@@ -165,12 +176,17 @@ def _one_blas_thread() -> Iterator[None]:
 
 def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, epsilons: Sequence[float], delta: float,
                  mechanisms: Sequence[str] | None, audit: bool, out: str | Path | None, show_progress: bool,
-                 cache: str | Path | None) -> dict[str, Any]:
-    """:func:`run_compare`'s body (under one BLAS thread)."""
-    from ..attacks import MetaClassifierAttack, likelihood_ratio_attack, sample_attack_data
-    from ..auditing import audit as run_audit
-    from . import compare_cache
-    from .chen_ohrimenko.context import get_context
+                 cache: str | Path | None, jobs: int) -> dict[str, Any]:
+    """:func:`run_compare`'s body: the tasks (:mod:`.compare_work`) run in ``jobs`` processes (1: in this one)."""
+    from .compare_work import (
+        Settings,
+        TaskResult,
+        all_cached,
+        inputs_key,
+        property_inputs,
+        run_task,
+        shipped_inputs,
+    )
 
     seed = check_int(seed, "seed", minimum=0)
     props = (["income"] if quick else list(PROPERTIES)) if properties is None else list(properties)
@@ -186,71 +202,49 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
     selected = tuple(row for row in MECHANISMS if row[0] in chosen)
     sizes = QUICK if quick else FULL
     t0 = time.perf_counter()
-    ctx = get_context(seed, n=N_RECORDS, model_samples=MODEL_SAMPLES)
     pair = pair_for(DELTA_P)
+    eps_grid = tuple(float(e) for e in epsilons)
+    settings = Settings(seed=seed, sizes=tuple(sizes.items()), epsilons=eps_grid, delta=float(delta), audit=audit,
+                        pair=pair, folder=None if cache is None else str(cache),
+                        predicates=tuple(PROPERTIES.items()), mechanisms=selected)
+    tasks: list[tuple[str, ...]] = [("none", p) for p in props]
+    tasks += sorted((("mechanism", p, name) for p in props for name, _, _ in selected),
+                    key=lambda t: -TASK_COST.get(t[2], 1.0))  # longest first: the workers finish together
+    done: dict[tuple[str, ...], TaskResult] = {}
+    total = len(props) * len(eps_grid) * len(selected)
+    with progress("compare", total, enabled=show_progress) as advance:
+        shipped: dict[Any, Any] = {}
+        if jobs > 1 and len(tasks) > 1:
+            with _one_blas_thread():  # the properties' data, built here while the forkserver imports
+                shipped = {inputs_key(settings, p): property_inputs(*inputs_key(settings, p)) for p in props}
+            if all_cached(settings, props, {p: shipped[inputs_key(settings, p)] for p in props}):
+                jobs = 1  # a warm rerun: reading every value back here costs less than starting workers
+        if jobs == 1 or len(tasks) == 1:
+            with _one_blas_thread(), shipped_inputs(shipped):
+                for task in tasks:
+                    done[task] = run_task(settings, task)
+                    advance(len(done[task].rows) if task[0] == "mechanism" else 0)
+        else:
+            from concurrent.futures import as_completed
+
+            with _pool(jobs, shipped) as pool:
+                futures = [pool.submit(run_task, settings, task) for task in tasks]
+                for fut in as_completed(futures):
+                    got = fut.result()
+                    done[got.task] = got
+                    advance(len(got.rows) if got.task[0] == "mechanism" else 0)
     rows: list[dict[str, Any]] = []
     notes: set[str] = set()
+    for prop in props:
+        rows += done[("none", prop)].rows
+        by_mech = {name: done[("mechanism", prop, name)] for name, _, _ in selected}
+        for i in range(len(eps_grid)):
+            for name, _, _ in selected:
+                rows.append(by_mech[name].rows[i])  # one row per ε, refused or not
+    for got in done.values():
+        notes.update(got.notes)
+    hits = sum(got.hits for got in done.values())
     folder = None if cache is None else Path(cache)
-    hits = 0
-    total = len(props) * len(epsilons) * len(selected)
-    with progress("compare", total, enabled=show_progress) as advance:
-        for prop in props:
-            pms, emp, gm = _models(ctx, PROPERTIES[prop], pair, seed)
-            g = _rng(seed, "compare-data", prop)
-            half = (sizes["reps"] + 1) // 2
-            x = np.concatenate([pms[0].sample_query(pair[0], half, g), pms[0].sample_query(pair[1], sizes["reps"] - half, g)])
-            data = sample_attack_data((pms[1].sample_query, pms[2].sample_query), *pair, n_shadow=sizes["n_shadow"],
-                                      n_test=sizes["n_test"], reps=sizes["attack_reps"], rng=_rng(seed, "compare-attack", prop))
-            attack = MetaClassifierAttack().fit(data)
-            base = attack.evaluate(data, None, _rng(seed, "compare-none", prop)).accuracy
-            rows.append({"property": prop, "mechanism": "None", "epsilon": None, "claimed_delta": None,
-                         "l2_error": 0.0, "expected_l2_error": 0.0, "meta_classifier_accuracy": base,
-                         "likelihood_ratio_accuracy": likelihood_ratio_attack(data, None, rng=_rng(seed, "lr", prop)).accuracy,
-                         "audit_epsilon_lower": None, "own_notion": None})
-            for eps in epsilons:
-                for name, label, on in selected:
-                    key = (prop, name, float(eps))
-                    row: dict[str, Any] = {"property": prop, "mechanism": label, "epsilon": float(eps)}
-                    model = emp if on == "samples" else gm
-                    try:
-                        cal_key = compare_cache.calibration_key(name, model, pair, float(eps), delta)
-                        (mech, warned), hit = compare_cache.cached(
-                            folder, cal_key, lambda: _calibrate(name, model, pair, float(eps), delta))  # noqa: B023
-                        hits += hit
-                    except DistPrivError as exc:  # a refusal is a result: the mechanism proves nothing here
-                        rows.append({**row, "claimed_delta": None, "refused": str(exc)})
-                        notes.add(f"{label} refused on {prop}: {exc}")
-                        advance()
-                        continue
-                    notes.update(f"{label} ({prop}, ε = {eps:g}): {w}" for w in warned)
-                    y = mech.release_batch(x, _rng(seed, "compare-noise", *key))
-                    row["claimed_delta"] = float(mech.guarantee.delta)
-                    gm_bytes = compare_cache.model_fingerprint(gm, pair)
-                    if on == "samples":
-                        row["exact_delta"], hit = compare_cache.cached(
-                            folder, compare_cache.key("exact-delta", cal_key, gm_bytes),
-                            lambda: _exact_delta(mech, gm, pair, float(eps)))  # noqa: B023
-                        hits += hit
-                    else:
-                        row["exact_delta"] = None
-                    row["l2_error"] = float(np.linalg.norm(y - x, axis=1).mean())
-                    row["expected_l2_error"] = float(mech.expected_l2_error)
-                    row["meta_classifier_accuracy"] = attack.evaluate(data, mech, _rng(seed, "compare-test", *key)).accuracy
-                    row["likelihood_ratio_accuracy"] = likelihood_ratio_attack(
-                        data, mech, rng=_rng(seed, "compare-lr", *key)).accuracy
-                    if audit:
-                        audit_key = compare_cache.key("audit", cal_key, gm_bytes, sizes["audit_trials"], 0.95, seed, key)
-                        rep, hit = compare_cache.cached(folder, audit_key, lambda: run_audit(  # noqa: B023
-                            mech, gm, pair, trials=sizes["audit_trials"], confidence=0.95,  # noqa: B023
-                            rng=_rng(seed, "compare-audit", *key)))  # noqa: B023
-                        hits += hit
-                        row["audit_epsilon_lower"] = float(rep.epsilon_lower)
-                        row["audit_scorer"] = rep.scorer
-                    else:
-                        row["audit_epsilon_lower"] = None
-                    row["own_notion"] = _own_notion(name, mech)
-                    rows.append(row)
-                    advance()
     notes.add("every mechanism is calibrated to the same target (ε, δ) on the same Gaussian f_θ (Kantorovich on its "
               "1,000 samples per θ, with its proven δ under the Gaussian f_θ in exact_delta); claimed_delta is what "
               "our exact accounting proves (<= the target)")
@@ -261,13 +255,18 @@ def _run_compare(*, quick: bool, seed: int, properties: Sequence[str] | None, ep
               "carries almost no information about F(D) beyond Ψ")
     res: dict[str, Any] = {
         "study": STUDY,
-        "title": f"Mechanisms compared on Chen & Ohrimenko's Table 3 workload (Adult, n = {ctx.n}, Δp = {DELTA_P}, δ = {delta:g})",
+        "title": f"Mechanisms compared on Chen & Ohrimenko's Table 3 workload (Adult, n = {N_RECORDS}, Δp = {DELTA_P}, "
+                 f"δ = {delta:g})",
         "settings": {"pair": list(pair), "delta": delta, "epsilons": [float(e) for e in epsilons], "properties":
-                     {p: PROPERTIES[p] for p in props}, "n": ctx.n, "model_samples": ctx.model_samples, "seed": seed,
+                     {p: PROPERTIES[p] for p in props}, "n": N_RECORDS, "model_samples": MODEL_SAMPLES, "seed": seed,
                      "quick": quick, "mechanisms": [lab for _, lab, _ in selected], "audit": audit, **sizes},
         "rows": rows,
         "notes": sorted(notes),
         "seconds": time.perf_counter() - t0,
+        "jobs": jobs,
+        # CPU seconds of the tasks per process, busiest first (the balance of the workers; run-dependent)
+        "task_cpu": sorted((round(sum(d.cpu for d in done.values() if d.span[2] == pid), 3)
+                            for pid in {d.span[2] for d in done.values()}), reverse=True),
     }
     if folder is not None:
         res["calibration_cache"] = {"folder": str(folder), "hits": hits}

@@ -29,8 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 #: Cache format; bump to orphan every entry written by an older layout.
 FORMAT = 1
 
@@ -52,6 +50,8 @@ def code_fingerprint() -> str:
 
 def model_fingerprint(model: Any, pair: tuple[Any, Any]) -> bytes:
     """The bytes a calibration on ``pair`` reads from ``model``: its samples, else its means and covariances."""
+    import numpy as np
+
     parts: list[bytes] = [type(model).__name__.encode()]
     for label in pair:
         parts.append(repr(label).encode())
@@ -81,6 +81,18 @@ def key(*parts: Any) -> str:
 def calibration_key(name: str, model: Any, pair: tuple[Any, Any], epsilon: float, delta: float) -> str:
     """The key of one calibration: mechanism, model bytes, pair, ε, δ (and the code)."""
     return key("calibrate", name, model_fingerprint(model, pair), float(epsilon), float(delta))
+
+
+def has_entry(folder: Path, digest: str) -> bool:
+    """Whether ``folder`` holds an entry for ``digest`` under the current code version (not read: it may still be
+    unreadable, then :func:`cached` recomputes it)."""
+    return (folder / code_fingerprint()[:16] / f"{digest}.pkl").is_file()
+
+
+def has_version(folder: Path) -> bool:
+    """Whether ``folder`` holds any entry written by the current code version."""
+    here = folder / code_fingerprint()[:16]
+    return here.is_dir() and any(p.suffix == ".pkl" for p in here.iterdir())
 
 
 def cached(folder: Path | None, digest: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
@@ -136,7 +148,9 @@ def _is_entry_folder(path: Path) -> bool:
 
 
 def default_folder() -> Path:
-    """``$XDG_CACHE_HOME/distpriv/compare`` (or ``~/.cache/distpriv/compare``)."""
-    from ..datasets.adult import cache_dir
-
-    return cache_dir() / "compare"
+    """``$XDG_CACHE_HOME/distpriv/compare`` (or ``~/.cache/distpriv/compare``): the folder of
+    :func:`distpriv.datasets.adult.cache_dir` plus ``compare``, computed here without importing the Adult loader
+    (pandas), so the CLI can look at the cache before it starts the workers (a test pins the two paths equal)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    root = Path(base).expanduser() if base else Path.home() / ".cache"
+    return root / "distpriv" / "compare"
