@@ -38,6 +38,9 @@ n³ nodes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
 from itertools import product
@@ -474,13 +477,32 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
     return res
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³).
+#: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³); a calibration
+#: narrows them for each phase of its search (:func:`resolution`).
 LADDER = (0.5, 0.3, 0.2, 0.14)
-#: Optimistic decay of the upper end with κ (the bracket's width falls like κ²): the ladder is abandoned when even
-#: this decay cannot decide.
-SHRINK = 2.0
+#: Decay of the upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
+#: optimistic (as :data:`distpriv.accounting.laplace_nd.SHRINK`): near the least scale δ falls to ~0 within a few %
+#: of the scale (a bounded loss), and the upper end falls from 1.3e-2 at κ = 0.5 to 1.2e-4 at κ = 0.3 (κ^9); with
+#: κ² (the first 3-D round) the ladder was abandoned at κ = 0.5 on points the next grid certified.
+SHRINK = 6.0
 #: Relative width of the bracket at which :func:`pair_bracket_3d` stops refining.
 RTOL = 0.05
+
+_LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_3d_ladder", default=LADDER)
+
+
+@contextmanager
+def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
+    certified bracket: this changes only how tight, never whether a claim holds)."""
+    if not ladder or any(not 0 < k <= 1 for k in ladder):
+        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
+    token = _LADDER.set(tuple(ladder))
+    try:
+        yield
+    finally:
+        _LADDER.reset(token)
+
 
 _CACHE: dict[tuple[bytes, float, float], Bracket3d] = {}
 _CACHE_SIZE = 32
@@ -510,16 +532,17 @@ def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike
 def pair_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
-    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` until the bracket is within
+    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (or the :func:`resolution` in force) until the bracket is within
     :data:`RTOL` or, with ``target``, decides δ <= target (every κ gives a certified bracket). ``beat``: the bound
     already proven (the coupling bound); the ladder stops when even the finest grid, predicted optimistically as
     up·(κ_min/κ)^SHRINK, cannot decide the target (or beat ``beat``)."""
-    lo, up, kap = 0.0, 1.0, LADDER[0]
+    ladder = _LADDER.get()
+    lo, up, kap = 0.0, 1.0, ladder[0]
     goal = min(target, beat) if target is not None else beat
-    for kap in LADDER:
+    for kap in ladder:
         lo, up = _cached(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
-        if up * (LADDER[-1] / kap) ** SHRINK > goal and lo <= goal:
+        if up * (ladder[-1] / kap) ** SHRINK > goal and lo <= goal:
             break
     return lo, up, kap

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import AssumptionError
 from ..models import QueryModel
 from . import gaussian as gauss
+from . import laplace_3d as l3d
 from . import laplace_nd as nd
 from .profile import Profile
 from .release import NoiseLaw, gaussian_view, grid_applies, proven_delta, pure_epsilon
@@ -162,13 +163,16 @@ def _search(ok: Callable[[float], tuple[bool, Profile]], guess: float, bad: floa
 
 
 def _final(model: QueryModel, pairs: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-           rtol: float, verified: Profile, target: float, tight: bool = False) -> Profile:
+           rtol: float, verified: Profile, target: float, tight: bool = False, decide: bool = False) -> Profile:
     """The full bracket at the accepted noise (the search only established its upper end).
 
     Falls back to the search's verified profile if the recomputed upper end (another grid) exceeds
-    the target, so the reported profile always proves the claim.
+    the target, so the reported profile always proves the claim. ``decide`` (the 3-D grid, issue 25): recomputed
+    in decision mode (``target``), which reads the search's grids back from the memo instead of refining the 3-D
+    ladder to its finest κ (4–5 s per call) for a lower end that stays ~0; every pair and order is still
+    evaluated, and the upper end certified.
     """
-    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol, tight=tight)
+    full = proven_delta(model, pairs, noise, epsilon, rtol=rtol, tight=tight, target=target if decide else None)
     return full if full.delta_upper <= target else verified
 
 
@@ -261,6 +265,8 @@ def topup_laplace(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise:
     ps = [(a, b) for a, b in pairs]
     if not (tight and grid_applies(model, ps, noise)):
         return _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=tight)
+    if gaussian_view(model).dim == 3:
+        return _topup_laplace_3d(model, ps, noise, epsilon, delta, rtol=rtol)
     with nd.resolution(COARSE if epsilon >= SMALL_EPSILON else COARSE_SMALL):
         first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL,
                                floor=GUIDE_FLOOR)
@@ -287,8 +293,27 @@ REFINE_STEP = 1.04
 REFINE_REL = 2e-2
 
 
+#: The 3-D grid's schedule (:mod:`.laplace_3d`, issue 25): the coarse phase's resolution, the refinement's, and the
+#: coarse phase's relative width.
+COARSE_3D: tuple[float, ...] = (0.5,)
+FINE_3D: tuple[float, ...] = (0.3,)
+COARSE_REL_3D = 4e-2
+
+
+def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
+                      delta: float, *, rtol: float) -> TopUp:
+    """:func:`topup_laplace` with ``tight=True`` on a 3-D model: the coarse search on :data:`COARSE_3D`, the
+    refinement on :data:`FINE_3D` (:func:`distpriv.accounting.laplace_3d.resolution`), each final profile recomputed
+    in decision mode (:func:`_final`'s ``decide``). Every accepted scaling is certified by the profile at it."""
+    with l3d.resolution(COARSE_3D):
+        first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL_3D,
+                               floor=GUIDE_FLOOR, decide=True)
+    with l3d.resolution(FINE_3D):
+        return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True)
+
+
 def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-                    delta: float, first: TopUp, *, rtol: float) -> TopUp:
+                    delta: float, first: TopUp, *, rtol: float, decide: bool = False) -> TopUp:
     """Lower the coarse phase's certified scaling k_c where the finer grids certify less noise (issue 25).
 
     The coarse grid certifies k_c; a finer grid's least certified scaling lies between the true least and k_c
@@ -323,12 +348,13 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
     if k >= kc:
         return replace(first, steps=first.steps + steps)
     final = noise.scaled(k)
-    return TopUp(final, k, 0.0, first.before, _final(model, ps, final, epsilon, rtol, after, delta, True),
+    return TopUp(final, k, 0.0, first.before, _final(model, ps, final, epsilon, rtol, after, delta, True, decide),
                  first.steps + steps)
 
 
 def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-                   delta: float, *, rtol: float, tight: bool, rel: float = 2e-3, floor: float = 0.0) -> TopUp:
+                   delta: float, *, rtol: float, tight: bool, rel: float = 2e-3, floor: float = 0.0,
+                   decide: bool = False) -> TopUp:
     """:func:`topup_laplace` at the grid resolution in force (:func:`distpriv.accounting.laplace_nd.resolution`)."""
     cap = delta * (1.0 + SLACK)
     before = proven_delta(model, ps, noise, epsilon, rtol=rtol, target=cap, tight=tight)
@@ -350,7 +376,8 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
         if k >= 1.0:
             return TopUp(noise, 1.0, 0.0, before, before, steps + 1)
         final = noise.scaled(k)
-        return TopUp(final, k, 0.0, before, _final(model, ps, final, epsilon, rtol, after, delta, tight), steps + 1)
+        return TopUp(final, k, 0.0, before, _final(model, ps, final, epsilon, rtol, after, delta, tight, decide),
+                     steps + 1)
     # A pure claim (ε, 0) implies (ε, δ) for every δ, so the δ calibration never needs more noise than the
     # pure one (issue 25): where a pure ε exists (translations, products) its least scaling k_pure is a
     # verified upper end of the search, which then only shrinks below it.
@@ -372,9 +399,10 @@ def _topup_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise
         steps += pure.steps
         if pure.factor < k:  # the δ bracket could not be decided at k_pure (its widening): the pure claim stands
             return TopUp(pure.noise, pure.factor, 0.0, before,
-                         _final(model, ps, pure.noise, epsilon, rtol, pure.after, delta, tight), steps + checks)
-    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta, tight),
-                 steps + checks)
+                         _final(model, ps, pure.noise, epsilon, rtol, pure.after, delta, tight, decide),
+                         steps + checks)
+    return TopUp(noise.scaled(k), k, 0.0, before, _final(model, ps, noise.scaled(k), epsilon, rtol, after, delta, tight,
+                                                       decide), steps + checks)
 
 
 def topup_pure(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw, epsilon: float) -> TopUp | None:
