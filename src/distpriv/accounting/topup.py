@@ -293,11 +293,17 @@ REFINE_STEP = 1.04
 REFINE_REL = 2e-2
 
 
-#: The 3-D grid's schedule (:mod:`.laplace_3d`, issue 25): the coarse phase's resolution, the refinement's, and the
-#: coarse phase's relative width.
+#: The 3-D grid's schedule (:mod:`.laplace_3d`, issue 25): the coarse phase's resolution, the refinement's, the coarse
+#: phase's relative width, and the refinement's first point k_c/REFINE_FIRST_3D, galloping step and relative width.
+#: Each 3-D grid costs ~κ⁻³ (0.2 s at κ = 0.5, 0.6–0.9 s at κ = 0.3 on a loaded machine), so the fine steps are few:
+#: on the benchmark's models at (1, 1e-3) the fine grid's least certified scaling lay at k_c/1.06–k_c/1.10, and the
+#: search of issue 25's first 3-D round (first point k_c/1.04, 2 %) spent 5 fine grids to return its second point.
 COARSE_3D: tuple[float, ...] = (0.5,)
 FINE_3D: tuple[float, ...] = (0.3,)
 COARSE_REL_3D = 4e-2
+REFINE_FIRST_3D = 1.08
+REFINE_STEP_3D = 1.03
+REFINE_REL_3D = 3e-2
 
 
 def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
@@ -309,17 +315,21 @@ def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], no
         first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL_3D,
                                floor=GUIDE_FLOOR, decide=True)
     with l3d.resolution(FINE_3D):
-        return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True)
+        return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True, start=REFINE_FIRST_3D,
+                               step=REFINE_STEP_3D, rel=REFINE_REL_3D)
 
 
 def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
-                    delta: float, first: TopUp, *, rtol: float, decide: bool = False) -> TopUp:
+                    delta: float, first: TopUp, *, rtol: float, decide: bool = False, start: float = REFINE_FIRST,
+                    step: float = REFINE_STEP, rel: float = REFINE_REL) -> TopUp:
     """Lower the coarse phase's certified scaling k_c where the finer grids certify less noise (issue 25).
 
     The coarse grid certifies k_c; a finer grid's least certified scaling lies between the true least and k_c
     (a finer grid's bracket is tighter), typically k_c/1.03 on the auditor's models at ε = 1 and k_c/1.2 at
-    ε = 0.1. Tries k_c/REFINE_FIRST, then steps down by REFINE_STEP, its square, ... while it certifies, then
-    bisects between the last failure and the last success to :data:`REFINE_REL`. Every accepted scaling is certified by the profile computed at it.
+    ε = 0.1. Tries k_c/``start``, then steps down by ``step``, its square, ... while it certifies, then bisects
+    between the last failure and the last success to ``rel`` (defaults :data:`REFINE_FIRST`, :data:`REFINE_STEP`,
+    :data:`REFINE_REL`; the 3-D schedule's own in :func:`_topup_laplace_3d`). Every accepted scaling is certified by
+    the profile computed at it.
     """
     kc = first.factor
 
@@ -328,7 +338,7 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
         return p.delta_upper <= delta, p
 
     hi, best = kc, first.after
-    x, steps, step = kc / REFINE_FIRST, 0, REFINE_STEP
+    x, steps = kc / start, 0
     for _ in range(8):
         good, prof = ok(x)
         steps += 1
@@ -341,7 +351,7 @@ def _refine_laplace(model: QueryModel, ps: list[tuple[Hashable, Hashable]], nois
         x = hi  # still certifying after 8 galloping steps: stop there
     if x < hi:
         k, after, more = _search(ok, x, 0.0, value=lambda p: _bisect_guide(p, delta, GUIDE_FLOOR), goal=delta,
-                                 rel=REFINE_REL, known=(hi, best))
+                                 rel=rel, known=(hi, best))
         steps += more
     else:
         k, after = hi, best
