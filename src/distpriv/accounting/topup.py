@@ -299,23 +299,33 @@ REFINE_REL = 2e-2
 #: on the benchmark's models at (1, 1e-3) the fine grid's least certified scaling lay at k_c/1.06–k_c/1.10, and the
 #: search of issue 25's first 3-D round (first point k_c/1.04, 2 %) spent 5 fine grids to return its second point.
 COARSE_3D: tuple[float, ...] = (0.5,)
-FINE_3D: tuple[float, ...] = (0.3,)
+FINE_3D: tuple[float, ...] = (0.35,)
+#: Below ε = SMALL_EPSILON the loss must be resolved to a fraction of ε (δ falls to 0 where the bounded loss reaches
+#: ε): at ε = 0.1 κ = 0.35 certified no scale below the coupling bound's, κ = 0.2 one 1.27× a certified floor.
+COARSE_3D_SMALL: tuple[float, ...] = (0.25,)
+FINE_3D_SMALL: tuple[float, ...] = (0.2,)
 COARSE_REL_3D = 4e-2
 REFINE_FIRST_3D = 1.08
 REFINE_STEP_3D = 1.03
 REFINE_REL_3D = 3e-2
+#: The refinement's first point below SMALL_EPSILON (κ = 0.25 → 0.2 certified k_c/1.1–k_c/1.2 at ε = 0.1).
+REFINE_FIRST_3D_SMALL = 1.1
 
 
 def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
                       delta: float, *, rtol: float) -> TopUp:
     """:func:`topup_laplace` with ``tight=True`` on a 3-D model: the coarse search on :data:`COARSE_3D`, the
-    refinement on :data:`FINE_3D` (:func:`distpriv.accounting.laplace_3d.resolution`), each final profile recomputed
-    in decision mode (:func:`_final`'s ``decide``). Every accepted scaling is certified by the profile at it."""
-    with l3d.resolution(COARSE_3D):
+    refinement on :data:`FINE_3D` (:data:`COARSE_3D_SMALL`, :data:`FINE_3D_SMALL` below ε = :data:`SMALL_EPSILON`;
+    :func:`distpriv.accounting.laplace_3d.resolution`), each final profile recomputed in decision mode
+    (:func:`_final`'s ``decide``). Every accepted scaling is certified by the profile at it (every κ gives a certified
+    bracket: the schedule changes how tight the scale is and its cost, never whether the claim holds)."""
+    small = epsilon < SMALL_EPSILON
+    with l3d.resolution(COARSE_3D_SMALL if small else COARSE_3D):
         first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL_3D,
                                floor=GUIDE_FLOOR, decide=True)
-    with l3d.resolution(FINE_3D):
-        return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True, start=REFINE_FIRST_3D,
+    with l3d.resolution(FINE_3D_SMALL if small else FINE_3D):
+        return _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True,
+                               start=REFINE_FIRST_3D_SMALL if small else REFINE_FIRST_3D,
                                step=REFINE_STEP_3D, rel=REFINE_REL_3D)
 
 
