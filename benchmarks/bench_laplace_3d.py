@@ -138,7 +138,8 @@ def main() -> int:
                         row["before_over_floor"] = float(row["tight_before"]) / floor if floor > 0 else float("inf")  # type: ignore[arg-type]
                 row["coupling_over_tight"] = float(row["coupling"]) / float(new["scale"])  # type: ignore[arg-type]
                 rows.append(row)
-                print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+                print(json.dumps({k: (round(v, 4) if isinstance(v, float) and k not in ("epsilon", "delta") else v)
+                                  for k, v in row.items()}), flush=True)
             summary: dict[str, object] = {"epsilon": eps, "delta": delta, "models": len(rows)}
             for key in ("cpu_tight_s", "cpu_before_s", "tight_over_floor", "before_over_floor", "coupling_over_tight"):
                 vals = [float(r[key]) for r in rows if key in r]  # type: ignore[arg-type]

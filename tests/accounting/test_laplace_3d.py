@@ -250,10 +250,10 @@ def test_resolution_narrows_the_ladder():
 
 @pytest.mark.slow
 def test_tight_calibration_in_3d_is_within_1_1_of_a_certified_floor_and_above_the_loss_monte_carlo():
-    # the coarse (κ = 0.5) and fine (κ = 0.35) schedule of topup._topup_laplace_3d: its scale is certified (claimed δ
+    # the coarse (κ = 0.5) and fine (κ = 0.25) schedule of topup._topup_laplace_3d: its scale is certified (claimed δ
     # at least an independent Monte Carlo of the 3-D privacy loss) and within 1.1× the least scale (the grid's lower
-    # end at κ = 0.2 exceeds δ at scale/1.1, so no scale <= scale/1.1 meets it). Measured: scale 3.164 (the first
-    # round's 3.35), lower end 1.7e-3 at scale/1.1; loss Monte Carlo 1.5e-5 ± 8e-4 and 2.4e-4 ± 9.8e-4.
+    # end at κ = 0.2 exceeds δ at scale/1.1, so no scale <= scale/1.1 meets it). Measured: scale 3.106 (the first
+    # round's 3.35), lower end 2.8e-3 at scale/1.1; loss Monte Carlo 1.1e-4 ± 9e-4 and 6.1e-4 ± 1.2e-3.
     mp, cp, mq, cq = random_model(0)
     model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
     with warnings.catch_warnings():
@@ -272,9 +272,9 @@ def test_tight_calibration_in_3d_is_within_1_1_of_a_certified_floor_and_above_th
 
 @pytest.mark.slow
 def test_tight_calibration_in_3d_at_small_epsilon_holds_and_beats_the_coupling_scale():
-    # below topup.SMALL_EPSILON the finer schedule (κ = 0.25, 0.2): the claim against a sampled lower bound (any set S)
-    # and an independent Monte Carlo of the loss, in both orders. Measured: coupling 25.93, tight 20.03 (claimed δ
-    # 6.3e-5; loss Monte Carlo 2e-8 ± 6.5e-5 and 0 ± 6.4e-5; the first round's schedule returned 26.05).
+    # below topup.SMALL_EPSILON the finer schedule (κ = 0.3, 0.25): the claim against a sampled lower bound (any set S)
+    # and an independent Monte Carlo of the loss, in both orders. Measured: coupling 25.93, tight 19.91 (claimed δ
+    # 9.1e-5; loss Monte Carlo 2e-7 ± 6.7e-5 and 0 ± 6.5e-5; the first round's schedule returned 26.05).
     mp, cp, mq, cq = random_model(2)
     model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
     with warnings.catch_warnings():

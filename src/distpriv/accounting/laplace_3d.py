@@ -75,6 +75,13 @@ MAX_X = 600
 #: twice (steps 2 and 3), and a finer x-grid costs only linearly (issue 25: at κ = 0.5, X_STEP = 0.5 certified a
 #: scale 1.11× lower than X_STEP = 1 for 1.6× the CPU, where κ = 0.3 costs 3×).
 X_STEP = 0.6
+#: ... inside X_FINE_SD sd of both means, and X_TAIL times wider beyond (the Gaussian tail of the window: its cells
+#: carry a weight below e^{−X_FINE_SD²/2} of every node's integral in the bulk, so their larger chord excess moves
+#: the brackets there by less; the bracket is certified for any cells).
+X_FINE_SD = 6.0
+X_TAIL = 4.0
+#: Power of ε (below 1) scaling the x-cells (:func:`_x_axis`).
+X_EPS_POW = 0.3
 #: Table nodes of ln g per unit of κ-resolution: the chord error is at most κ²/TABLE_FINE.
 TABLE_FINE = 400.0
 #: Additive allowance (in the units of the normalised integrands) for terms lost to floating-point underflow.
@@ -148,17 +155,23 @@ def _u_axis(ms: list[Array], sds: list[float], conds: list[float], bk: float, k:
     return np.concatenate([np.array(left[:0:-1]), core, np.array(right[1:])])
 
 
-def _x_axis(u: Array, ms: list[Array], sds: list[float], conds: list[float], k: int, kappa: float) -> Array:
+def _x_axis(u: Array, ms: list[Array], sds: list[float], conds: list[float], k: int, kappa: float,
+            epsilon: float = 1.0) -> Array:
     """Integration edges of coordinate k: the window W_k (GAUSS_REACH sd of both laws) cut at every output node
-    inside it (so no x-cell straddles an output node) and each piece split into cells of at most X_STEP·κ·σ_k."""
+    inside it (so no x-cell straddles an output node) and each piece split into cells of at most X_STEP·κ·σ_k
+    (times min(1, ε)^X_EPS_POW: below ε = 1 the loss must be resolved to a fraction of ε, and the x-cells' chord
+    excess is the largest part of its error there; X_TAIL times wider beyond X_FINE_SD sd of both means)."""
     lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True))
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True))
     inside = u[(u > lo) & (u < hi)]
-    cuts = np.concatenate([[lo], inside, [hi]])
-    step = max(X_STEP * kappa * min(conds), (hi - lo) / MAX_X)
+    f_lo = min(float(m[k]) - X_FINE_SD * sd for m, sd in zip(ms, sds, strict=True))
+    f_hi = max(float(m[k]) + X_FINE_SD * sd for m, sd in zip(ms, sds, strict=True))
+    cuts = np.unique(np.concatenate([[lo], inside, [hi], [x for x in (f_lo, f_hi) if lo < x < hi]]))
+    step = max(X_STEP * min(1.0, epsilon) ** X_EPS_POW * kappa * min(conds), (hi - lo) / MAX_X)
     pieces = [cuts[:1]]
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        n = max(int(math.ceil((b - a) / step)), 1)
+        wide = step if f_lo <= a and b <= f_hi else step * X_TAIL
+        n = max(int(math.ceil((b - a) / wide)), 1)
         pieces.append(np.linspace(a, b, n + 1)[1:])
     out = np.concatenate(pieces)
     out[np.searchsorted(out, inside)] = inside  # the output nodes exactly (no rounding from linspace)
@@ -437,7 +450,7 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     if not reach > 0:
         raise ValueError("reach must be positive")
     us = [_u_axis(ms, sds[k], conds[k], float(b[k]), k, kappa, reach) for k in range(3)]
-    xs = [_x_axis(us[k], ms, sds[k], conds[k], k, kappa) for k in range(3)]
+    xs = [_x_axis(us[k], ms, sds[k], conds[k], k, kappa, epsilon) for k in range(3)]
     # the closed-form coordinate and the order of the two convolutions: least work N₀M₁M₂ + N₀N₁M₂
     perm = min(((i, j, k) for i, j, k in product(range(3), repeat=3) if len({i, j, k}) == 3),
                key=lambda p: us[p[0]].size * xs[p[1]].size * xs[p[2]].size + us[p[0]].size * us[p[1]].size * xs[p[2]].size)

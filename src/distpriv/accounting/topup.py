@@ -295,21 +295,23 @@ REFINE_REL = 2e-2
 
 #: The 3-D grid's schedule (:mod:`.laplace_3d`, issue 25): the coarse phase's resolution, the refinement's, the coarse
 #: phase's relative width, and the refinement's first point k_c/REFINE_FIRST_3D, galloping step and relative width.
-#: Each 3-D grid costs ~κ⁻³ (0.2 s at κ = 0.5, 0.6–0.9 s at κ = 0.3 on a loaded machine), so the fine steps are few:
-#: on the benchmark's models at (1, 1e-3) the fine grid's least certified scaling lay at k_c/1.08–k_c/1.10, and the
+#: Each 3-D grid costs ~κ⁻³ (0.15 s at κ = 0.5, 0.5–0.8 s at κ = 0.25 on a loaded machine), so the fine steps are
+#: few: on the benchmark's models at (1, 1e-3) the fine grid's least certified scaling lay near k_c/1.1, and the
 #: search of issue 25's first 3-D round (first point k_c/1.04, 2 %) spent 5 fine grids to return its second point.
+#: (κ = 0.3 instead of 0.25: a median 1.62 s instead of 1.88 s, 1.09× a certified floor instead of 1.07×.)
 COARSE_3D: tuple[float, ...] = (0.5,)
-FINE_3D: tuple[float, ...] = (0.3,)
+FINE_3D: tuple[float, ...] = (0.25,)
 #: Below ε = SMALL_EPSILON the loss must be resolved to a fraction of ε (δ falls to 0 where the bounded loss reaches
-#: ε): at ε = 0.1 κ = 0.35 certified no scale below the coupling bound's, κ = 0.2 one 1.27× a certified floor.
-COARSE_3D_SMALL: tuple[float, ...] = (0.25,)
-FINE_3D_SMALL: tuple[float, ...] = (0.2,)
+#: ε): at ε = 0.1, δ = 1e-4 κ = 0.35 certified no scale below the coupling bound's; on the benchmark's four models
+#: κ = 0.3 → 0.25 returned a median 1.26× a certified floor in a median 5.0 s CPU, κ = 0.3 → 0.2 1.16× in 8.8 s.
+COARSE_3D_SMALL: tuple[float, ...] = (0.3,)
+FINE_3D_SMALL: tuple[float, ...] = (0.25,)
 COARSE_REL_3D = 4e-2
-REFINE_FIRST_3D = 1.08
+REFINE_FIRST_3D = 1.1
 REFINE_STEP_3D = 1.03
 REFINE_REL_3D = 3e-2
-#: The refinement's first point below SMALL_EPSILON (κ = 0.25 → 0.2 certified k_c/1.1–k_c/1.2 at ε = 0.1).
-REFINE_FIRST_3D_SMALL = 1.1
+#: The refinement's first point below SMALL_EPSILON (κ = 0.3 → 0.25 certified ~k_c/1.08 at ε = 0.1).
+REFINE_FIRST_3D_SMALL = 1.06
 
 
 def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], noise: NoiseLaw, epsilon: float,
