@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import reduce
 from itertools import product
 
 import numpy as np
@@ -358,11 +357,6 @@ def _density_bracket(us: list[Array], xs: list[Array], m: Array, s: Array, b: Ar
 
 
 # --------------------------------------------------------------------------- cells
-def _corners(a: Array) -> list[Array]:
-    n0, n1, n2 = (k - 1 for k in a.shape)
-    return [a[i:i + n0, j:j + n1, k:k + n2] for i, j, k in product((0, 1), repeat=3)]
-
-
 def _secant_excess(lo: Array, hi: Array, ws: list[Array]) -> Array:
     """Per cell, e with ln p <= I(hi) + e on the cell, from node brackets lo <= ln p <= hi of a concave ln p alone.
 
@@ -473,19 +467,26 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     return Bracket3d(res[0], res[1], int(n0 * ws[1].size * ws[2].size))
 
 
+def _cell_reduce(a: Array, op: np.ufunc) -> Array:
+    """``op`` (maximum, minimum or add) over the 8 corners of every cell, one axis at a time (3 passes, not 7)."""
+    m = op(a[:-1], a[1:])
+    m = op(m[:, :-1], m[:, 1:])
+    return op(m[:, :, :-1], m[:, :, 1:])
+
+
 def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, ws: list[Array], i0: int, i1: int,
                epsilon: float) -> Array:
     """[[lower, upper] of ∫ (p − e^ε q)_+, [lower, upper] of ∫ (q − e^ε p)_+] over the cells i0 <= i < i1 along u₀
     (the per-cell bounds of :func:`delta_bracket_3d`). The secant excess is computed only on the box of cells whose
     loss could exceed ε under the cheaper interpolation excess (elsewhere both upper ends are 0 either way, and the
-    larger excess only lowers the lower ends)."""
+    larger excess only lowers the lower ends). Corner maxima, minima and sums are taken of node arrays
+    (:func:`_cell_reduce`: each node's difference and exponential once, not once per cell it is a corner of)."""
     wcut = [ws[0][i0:i1], ws[1], ws[2]]
     vol = wcut[0][:, None, None] * wcut[1][None, :, None] * wcut[2][None, None, :]
-    corners = [(_corners(llo[i0:i1 + 1]), _corners(lhi[i0:i1 + 1])) for llo, lhi in nodes]
+    cut = [(llo[i0:i1 + 1], lhi[i0:i1 + 1]) for llo, lhi in nodes]
     es = [_interp_excess(prec, b, wcut) for prec in precs]
     with np.errstate(invalid="ignore"):
-        dmax = [reduce(np.maximum, [h - lq for h, lq in zip(corners[i][1], corners[j][0], strict=True)])
-                for i, j in ((0, 1), (1, 0))]
+        dmax = [_cell_reduce(cut[i][1] - cut[j][0], np.maximum) for i, j in ((0, 1), (1, 0))]
         dmax = [np.where(np.isnan(d), np.inf, d) for d in dmax]
         active = (dmax[0] + es[0] > epsilon) | (dmax[1] + es[1] > epsilon)
     if active.any():
@@ -504,19 +505,19 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
             sec = _secant_excess(llo[nb[0], nb[1], nb[2]], lhi[nb[0], nb[1], nb[2]], wsb)[crop]
             e[local] = np.minimum(e[local], sec)
     laws = []
-    for (c_lo, c_hi), e in zip(corners, es, strict=True):
+    for (n_lo, n_hi), e in zip(cut, es, strict=True):
         with np.errstate(over="ignore", under="ignore"):
-            m_hi = vol * np.exp(e) * (sum(np.exp(x) for x in c_hi) / 8.0) * (1.0 + 1e-12)
-            m_lo = vol * np.exp(sum(c_lo) / 8.0) * (1.0 - 1e-12)
-        laws.append((c_lo, c_hi, e, m_lo, m_hi))
+            m_hi = vol * np.exp(e) * (_cell_reduce(np.exp(n_hi), np.add) / 8.0) * (1.0 + 1e-12)
+            m_lo = vol * np.exp(_cell_reduce(n_lo, np.add) / 8.0) * (1.0 - 1e-12)
+        laws.append((e, m_lo, m_hi))
     ee = math.exp(epsilon)
     res = np.zeros((2, 2))
     for k, (i, j) in enumerate(((0, 1), (1, 0))):
-        (plo, _, ep, pm_lo, pm_hi), (_, qhi, eq, qm_lo, qm_hi) = laws[i], laws[j]
+        (ep, pm_lo, pm_hi), (eq, qm_lo, qm_hi) = laws[i], laws[j]
         l_up = dmax[k] + ep
         with np.errstate(invalid="ignore"):
-            l_dn = reduce(np.minimum, [np.where(np.isfinite(lp), lp - hq, -np.inf)
-                                       for lp, hq in zip(plo, qhi, strict=True)]) - eq
+            plo, qhi = cut[i][0], cut[j][1]
+            l_dn = _cell_reduce(np.where(np.isfinite(plo), plo - qhi, -np.inf), np.minimum) - eq
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             cross = pm_hi * -np.expm1(np.minimum(epsilon - l_up, 0.0))
             full = np.maximum(pm_hi - ee * qm_lo, 0.0)
