@@ -33,6 +33,14 @@ Every number is a certified bound:
 The previous estimate of a 3-D grid ("a 2-D Gaussian-weighted cell sum at each node, n⁵") is avoided: the
 recursion makes each convolution linear in the number of nodes, so the work is that of a few passes over the
 n³ nodes.
+
+Where the error goes (issue 25, second 3-D round): each x-cell adds its chord excess (S⁻¹)_kk w²/8 to every node's
+bracket twice, and at ε = 0.1 that was the largest part of the loss's error, so the x-cells are X_STEP·κ·σ_k
+(× ε^X_EPS_POW below ε = 1) inside X_FINE_SD sd of both means and X_TAIL times wider beyond (their weight in every
+bulk node's integral is below e^{−18}); with a target δ the u-window reaches :func:`reach_for` Laplace scales
+(its left-out mass, added to the upper end, is TAIL_SHARE·δ). Every choice only moves the bracket's width and
+cost: the bracket is certified for any grid. A calibration runs one κ per phase (:func:`resolution`,
+:func:`distpriv.accounting.topup.topup_laplace`).
 """
 
 from __future__ import annotations
