@@ -33,13 +33,23 @@ Every number is a certified bound:
 The previous estimate of a 3-D grid ("a 2-D Gaussian-weighted cell sum at each node, n⁵") is avoided: the
 recursion makes each convolution linear in the number of nodes, so the work is that of a few passes over the
 n³ nodes.
+
+Where the error goes (issue 25, second 3-D round): each x-cell adds its chord excess (S⁻¹)_kk w²/8 to every node's
+bracket twice, and at ε = 0.1 that was the largest part of the loss's error, so the x-cells are X_STEP·κ·σ_k
+(× ε^X_EPS_POW below ε = 1) inside X_FINE_SD sd of both means and X_TAIL times wider beyond (their weight in every
+bulk node's integral is below e^{−18}); with a target δ the u-window reaches :func:`reach_for` Laplace scales
+(its left-out mass, added to the upper end, is TAIL_SHARE·δ). Every choice only moves the bracket's width and
+cost: the bracket is certified for any grid. A calibration runs one κ per phase (:func:`resolution`,
+:func:`distpriv.accounting.topup.topup_laplace`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import reduce
 from itertools import product
 
 import numpy as np
@@ -51,8 +61,13 @@ from .laplace_nd import BothOrders
 
 #: Gaussian standard deviations covered by the x- and u-windows (2Φ(−10) ≈ 1.5e-23 per coordinate left outside).
 GAUSS_REACH = 10.0
-#: Laplace scales covered by the u-window (e^{−40} ≈ 4.2e-18 of mass left outside per coordinate).
+#: Laplace scales covered by the u-window (e^{−40} ≈ 4.2e-18 of mass left outside per coordinate) when no target is
+#: given; with a target δ the window reaches ln(3/(TAIL_SHARE δ)) scales instead (at least REACH_MIN): the mass left
+#: outside, added to the upper end, is then TAIL_SHARE δ, and ~25 % fewer nodes per axis (each tail node of the
+#: geometric growth covers ~1.3× more) make the grid ~2× cheaper (:func:`reach_for`).
 LAPLACE_REACH = 40.0
+TAIL_SHARE = 1e-4
+REACH_MIN = 12.0
 #: Core of each output coordinate laid at full resolution: CORE_SD sd and CORE_B Laplace scales around both means.
 CORE_SD = 4.0
 CORE_B = 4.0
@@ -62,9 +77,20 @@ ZONE_SD = 4.0
 GROWTH = 1.3
 #: Most output nodes per coordinate and x-nodes per integrated coordinate (bounded memory; coarser only widens).
 MAX_CORE = 80
-MAX_X = 300
+MAX_X = 600
+#: x-cells of the integrations are X_STEP·κ·σ_k wide: their chord excess (S⁻¹)_kk w²/8 adds to every node's bracket
+#: twice (steps 2 and 3), and a finer x-grid costs only linearly (issue 25: at κ = 0.5, X_STEP = 0.5 certified a
+#: scale 1.11× lower than X_STEP = 1 for 1.6× the CPU, where κ = 0.3 costs 3×).
+X_STEP = 0.6
+#: ... inside X_FINE_SD sd of both means, and X_TAIL times wider beyond (the Gaussian tail of the window: its cells
+#: carry a weight below e^{−X_FINE_SD²/2} of every node's integral in the bulk, so their larger chord excess moves
+#: the brackets there by less; the bracket is certified for any cells).
+X_FINE_SD = 6.0
+X_TAIL = 4.0
+#: Power of ε (below 1) scaling the x-cells (:func:`_x_axis`).
+X_EPS_POW = 0.3
 #: Table nodes of ln g per unit of κ-resolution: the chord error is at most κ²/TABLE_FINE.
-TABLE_FINE = 40.0
+TABLE_FINE = 400.0
 #: Additive allowance (in the units of the normalised integrands) for terms lost to floating-point underflow.
 FLOOR = 1e-300
 #: Relative rounding allowance of every bracket.
@@ -106,16 +132,17 @@ def _pieces(a: float, b: float, step: float) -> Array:
     return np.linspace(a, b, n + 1)
 
 
-def _u_axis(ms: list[Array], sds: list[float], conds: list[float], bk: float, k: int, kappa: float) -> Array:
+def _u_axis(ms: list[Array], sds: list[float], conds: list[float], bk: float, k: int, kappa: float,
+            reach: float = LAPLACE_REACH) -> Array:
     """Output nodes of coordinate k. Near both means (ZONE_SD sd), where the Laplace kink bends ln p by up to 2/b_k
     over a Gaussian spread, cells of κ·√(max(b_k, σ_k) σ_k) (σ_k the least conditional sd); on the rest of the core
     (CORE_SD sd + CORE_B b_k beyond the means) cells of κ·max(b_k, σ_k); then cells growing geometrically (× GROWTH)
-    out to the window (GAUSS_REACH sd + LAPLACE_REACH b_k beyond both means)."""
+    out to the window (GAUSS_REACH sd + ``reach`` b_k beyond both means)."""
     sig = min(conds)
     unit = max(bk, sig)
     fine = math.sqrt(unit * sig)
-    lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) - LAPLACE_REACH * bk
-    hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + LAPLACE_REACH * bk
+    lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) - reach * bk
+    hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True)) + reach * bk
     z_lo = min(float(m[k]) - ZONE_SD * sd for m, sd in zip(ms, sds, strict=True))
     z_hi = max(float(m[k]) + ZONE_SD * sd for m, sd in zip(ms, sds, strict=True))
     c_lo = min(float(m[k]) - CORE_SD * sd for m, sd in zip(ms, sds, strict=True)) - CORE_B * bk
@@ -135,17 +162,23 @@ def _u_axis(ms: list[Array], sds: list[float], conds: list[float], bk: float, k:
     return np.concatenate([np.array(left[:0:-1]), core, np.array(right[1:])])
 
 
-def _x_axis(u: Array, ms: list[Array], sds: list[float], conds: list[float], k: int, kappa: float) -> Array:
+def _x_axis(u: Array, ms: list[Array], sds: list[float], conds: list[float], k: int, kappa: float,
+            epsilon: float = 1.0) -> Array:
     """Integration edges of coordinate k: the window W_k (GAUSS_REACH sd of both laws) cut at every output node
-    inside it (so no x-cell straddles an output node) and each piece split into cells of at most κ·σ_k."""
+    inside it (so no x-cell straddles an output node) and each piece split into cells of at most X_STEP·κ·σ_k
+    (times min(1, ε)^X_EPS_POW: below ε = 1 the loss must be resolved to a fraction of ε, and the x-cells' chord
+    excess is the largest part of its error there; X_TAIL times wider beyond X_FINE_SD sd of both means)."""
     lo = min(float(m[k]) - GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True))
     hi = max(float(m[k]) + GAUSS_REACH * sd for m, sd in zip(ms, sds, strict=True))
     inside = u[(u > lo) & (u < hi)]
-    cuts = np.concatenate([[lo], inside, [hi]])
-    step = max(kappa * min(conds), (hi - lo) / MAX_X)
+    f_lo = min(float(m[k]) - X_FINE_SD * sd for m, sd in zip(ms, sds, strict=True))
+    f_hi = max(float(m[k]) + X_FINE_SD * sd for m, sd in zip(ms, sds, strict=True))
+    cuts = np.unique(np.concatenate([[lo], inside, [hi], [x for x in (f_lo, f_hi) if lo < x < hi]]))
+    step = max(X_STEP * min(1.0, epsilon) ** X_EPS_POW * kappa * min(conds), (hi - lo) / MAX_X)
     pieces = [cuts[:1]]
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        n = max(int(math.ceil((b - a) / step)), 1)
+        wide = step if f_lo <= a and b <= f_hi else step * X_TAIL
+        n = max(int(math.ceil((b - a) / wide)), 1)
         pieces.append(np.linspace(a, b, n + 1)[1:])
     out = np.concatenate(pieces)
     out[np.searchsorted(out, inside)] = inside  # the output nodes exactly (no rounding from linspace)
@@ -176,31 +209,40 @@ def _chord_excess(w: Array, ndim: int, curv: float) -> Array:
 
 
 def _phi(d: Array) -> Array:
-    """(1 − e^{−|d|})/|d| (1 at d = 0, 0 at |d| = inf or nan): the mean of e^{−|d| t} over t in [0, 1]."""
+    """(1 − e^{−|d|})/|d| (1 at d = 0, 0 at |d| = inf or nan): the mean of e^{−|d| t} over t in [0, 1], computed as
+    expm1(−|d|)/(−|d|) (accurate for small |d|). Overwrites ``d`` (a temporary of the caller)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        ad = np.abs(d)
-        out = -np.expm1(-ad)
-        out /= ad
-    small = ad < 1e-8
-    if small.any():
-        out[small] = 1.0 - 0.5 * ad[small]
-    out[np.isnan(out)] = 0.0
+        neg = np.abs(d, out=d)
+        np.negative(neg, out=neg)
+        out = np.expm1(neg)
+        out /= neg
+    bad = np.isnan(out)
+    if bad.any():
+        out[bad] = np.where(neg[bad] == 0.0, 1.0, 0.0)
     return out
 
 
 def _cell_terms(a: Array, wc: Array, b: float) -> tuple[Array, Array]:
     """R_j = (w_j/2b) E(a_j − w_j/b, a_{j+1}) and L_j = (w_j/2b) E(a_j, a_{j+1} − w_j/b), E(x, y) the mean of
     exp over the segment from x to y = e^{max(x, y)} φ(y − x) (:func:`_phi`), from one exponential per node."""
+    c = wc / b
+    c2b = 0.5 * c
     with np.errstate(under="ignore"):
         ea = np.exp(a)
-        ec = np.exp(-wc / b)
+        ec = np.exp(-c)
     left, right = ea[:-1], ea[1:]
     with np.errstate(invalid="ignore"):
         d = a[1:] - a[:-1]
-    c = wc / b
-    c2b = wc / (2.0 * b)
-    rr = np.maximum(left * ec, right) * _phi(d + c) * c2b
-    ll = np.maximum(left, right * ec) * _phi(d - c) * c2b
+        rr = _phi(d + c)
+        ll = _phi(np.subtract(d, c, out=d))
+    top = left * ec
+    np.maximum(top, right, out=top)
+    top *= c2b
+    rr *= top
+    np.multiply(right, ec, out=top)
+    np.maximum(top, left, out=top)
+    top *= c2b
+    ll *= top
     return rr, ll
 
 
@@ -216,19 +258,32 @@ def _laplace_conv(llo: Array, lhi: Array, xe: Array, u: Array, b: float, curv: f
     exponential of the linear interpolant (:func:`_cell_terms`); the sums are two exponential recursions over the
     merged sorted nodes. Returned in log units (natural log), with the integrands' maximum factored out and a
     rounding/underflow allowance on the upper end. ``gap``: lhi = llo + gap exactly (then the upper cell terms are
-    the lower ones times e^{gap + e_j}, as E(A + c, B + c) = e^c E(A, B)).
+    the lower ones times e^{gap + e_j}, as E(A + c, B + c) = e^c E(A, B)); without it the cell terms are computed
+    once, from ``lhi``, and the lower ones bounded through the node gaps (one pass fewer, issue 25).
     """
     w = np.diff(xe)
     e = _chord_excess(w, llo.ndim, curv)
     shift = float(np.max(lhi))
     a_lo, a_hi = llo - shift, lhi - shift
     wc = w.reshape((w.shape[0],) + (1,) * (llo.ndim - 1))
-    rr, ll = _cell_terms(a_lo, wc, b)
-    lo = _two_pass(rr, ll, xe, u, b)
     if gap is not None:
+        rr, ll = _cell_terms(a_lo, wc, b)
+        lo = _two_pass(rr, ll, xe, u, b)
         up = np.exp(e + gap)
     else:
+        # one set of cell terms, from the upper bracket: chord(llo) >= chord(lhi) − G_j on cell j, G_j the larger
+        # node gap lhi − llo at its ends (the chord of the gap is at most its larger end), so the lower cell terms
+        # are at least the upper ones times e^{−G_j} (0 where llo = −inf)
         rr, ll = _cell_terms(a_hi, wc, b)
+        with np.errstate(invalid="ignore"):
+            g = a_hi - a_lo
+            np.maximum(g[:-1], g[1:], out=g[:-1])
+            g = g[:-1]
+            g[np.isnan(g)] = np.inf
+            np.negative(g, out=g)
+            with np.errstate(under="ignore"):
+                np.exp(g, out=g)
+        lo = _two_pass(rr * g, ll * g, xe, u, b)
         up = np.exp(e)
     hi = _two_pass(rr * up, ll * up, xe, u, b)
     with np.errstate(divide="ignore"):
@@ -310,11 +365,6 @@ def _density_bracket(us: list[Array], xs: list[Array], m: Array, s: Array, b: Ar
 
 
 # --------------------------------------------------------------------------- cells
-def _corners(a: Array) -> list[Array]:
-    n0, n1, n2 = (k - 1 for k in a.shape)
-    return [a[i:i + n0, j:j + n1, k:k + n2] for i, j, k in product((0, 1), repeat=3)]
-
-
 def _secant_excess(lo: Array, hi: Array, ws: list[Array]) -> Array:
     """Per cell, e with ln p <= I(hi) + e on the cell, from node brackets lo <= ln p <= hi of a concave ln p alone.
 
@@ -369,7 +419,8 @@ def _interp_excess(prec: Array, b: Array, ws: list[Array]) -> Array:
 
 
 def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
-                     scales: ArrayLike, epsilon: float, *, kappa: float = 0.25) -> Bracket3d:
+                     scales: ArrayLike, epsilon: float, *, kappa: float = 0.25,
+                     reach: float = LAPLACE_REACH) -> Bracket3d:
     """Certified δ(ε) brackets (both orders) of N(μ_p, Σ_p) ⊛ B·Lap(b) against N(μ_q, Σ_q) ⊛ B·Lap(b) in 3-D.
 
     ``basis``: orthonormal 3 × 3; ``scales``: b₀, b₁, b₂ > 0; covariances positive definite; ``kappa``: grid
@@ -382,7 +433,8 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     * ∫_C (p − e^ε q)_+ is 0 if ℓ⁺ <= ε, <= P⁺(1 − e^{ε−ℓ⁺}), <= P⁺ − e^ε Q⁻ if ℓ⁻ >= ε, and
       >= max(P⁻ − e^ε Q⁺, P⁻(1 − e^{ε−ℓ⁻})_+, 0);
 
-    plus (upper end) the P-mass outside the output window, 3 (2Φ(−GAUSS_REACH) + e^{−LAPLACE_REACH}).
+    plus (upper end) the P-mass outside the output window, 3 (2Φ(−GAUSS_REACH) + e^{−reach}) (``reach``: Laplace
+    scales of the window beyond the Gaussian reach, :data:`LAPLACE_REACH` by default, :func:`reach_for`).
     """
     bm = np.asarray(basis, dtype=float)
     b = np.asarray(scales, dtype=float).reshape(-1)
@@ -397,8 +449,10 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     ss = [0.5 * (s + s.T) for s in ss]
     sds = [[math.sqrt(float(s[k, k])) for s in ss] for k in range(3)]
     conds = [[1.0 / math.sqrt(float(np.linalg.inv(s)[k, k])) for s in ss] for k in range(3)]
-    us = [_u_axis(ms, sds[k], conds[k], float(b[k]), k, kappa) for k in range(3)]
-    xs = [_x_axis(us[k], ms, sds[k], conds[k], k, kappa) for k in range(3)]
+    if not reach > 0:
+        raise ValueError("reach must be positive")
+    us = [_u_axis(ms, sds[k], conds[k], float(b[k]), k, kappa, reach) for k in range(3)]
+    xs = [_x_axis(us[k], ms, sds[k], conds[k], k, kappa, epsilon) for k in range(3)]
     # the closed-form coordinate and the order of the two convolutions: least work N₀M₁M₂ + N₀N₁M₂
     perm = min(((i, j, k) for i, j, k in product(range(3), repeat=3) if len({i, j, k}) == 3),
                key=lambda p: us[p[0]].size * xs[p[1]].size * xs[p[2]].size + us[p[0]].size * us[p[1]].size * xs[p[2]].size)
@@ -416,9 +470,16 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     sums = np.zeros((2, 2))
     for i0 in range(0, n0, slab):  # slabs of cells along u₀ (arrays stay small; the secant needs one node more)
         sums += _slab_sums(nodes, precs, b, ws, i0, min(i0 + slab, n0), epsilon)
-    out = 3.0 * (2.0 * float(special.ndtr(-GAUSS_REACH)) + math.exp(-LAPLACE_REACH))
+    out = 3.0 * (2.0 * float(special.ndtr(-GAUSS_REACH)) + math.exp(-reach))
     res = [(max(0.0, float(sums[k, 0])), min(1.0, float(sums[k, 1]) + out)) for k in range(2)]
     return Bracket3d(res[0], res[1], int(n0 * ws[1].size * ws[2].size))
+
+
+def _cell_reduce(a: Array, op: np.ufunc) -> Array:
+    """``op`` (maximum, minimum or add) over the 8 corners of every cell, one axis at a time (3 passes, not 7)."""
+    m = op(a[:-1], a[1:])
+    m = op(m[:, :-1], m[:, 1:])
+    return op(m[:, :, :-1], m[:, :, 1:])
 
 
 def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, ws: list[Array], i0: int, i1: int,
@@ -426,14 +487,14 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
     """[[lower, upper] of ∫ (p − e^ε q)_+, [lower, upper] of ∫ (q − e^ε p)_+] over the cells i0 <= i < i1 along u₀
     (the per-cell bounds of :func:`delta_bracket_3d`). The secant excess is computed only on the box of cells whose
     loss could exceed ε under the cheaper interpolation excess (elsewhere both upper ends are 0 either way, and the
-    larger excess only lowers the lower ends)."""
+    larger excess only lowers the lower ends). Corner maxima, minima and sums are taken of node arrays
+    (:func:`_cell_reduce`: each node's difference and exponential once, not once per cell it is a corner of)."""
     wcut = [ws[0][i0:i1], ws[1], ws[2]]
     vol = wcut[0][:, None, None] * wcut[1][None, :, None] * wcut[2][None, None, :]
-    corners = [(_corners(llo[i0:i1 + 1]), _corners(lhi[i0:i1 + 1])) for llo, lhi in nodes]
+    cut = [(llo[i0:i1 + 1], lhi[i0:i1 + 1]) for llo, lhi in nodes]
     es = [_interp_excess(prec, b, wcut) for prec in precs]
     with np.errstate(invalid="ignore"):
-        dmax = [reduce(np.maximum, [h - lq for h, lq in zip(corners[i][1], corners[j][0], strict=True)])
-                for i, j in ((0, 1), (1, 0))]
+        dmax = [_cell_reduce(cut[i][1] - cut[j][0], np.maximum) for i, j in ((0, 1), (1, 0))]
         dmax = [np.where(np.isnan(d), np.inf, d) for d in dmax]
         active = (dmax[0] + es[0] > epsilon) | (dmax[1] + es[1] > epsilon)
     if active.any():
@@ -452,19 +513,19 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
             sec = _secant_excess(llo[nb[0], nb[1], nb[2]], lhi[nb[0], nb[1], nb[2]], wsb)[crop]
             e[local] = np.minimum(e[local], sec)
     laws = []
-    for (c_lo, c_hi), e in zip(corners, es, strict=True):
+    for (n_lo, n_hi), e in zip(cut, es, strict=True):
         with np.errstate(over="ignore", under="ignore"):
-            m_hi = vol * np.exp(e) * (sum(np.exp(x) for x in c_hi) / 8.0) * (1.0 + 1e-12)
-            m_lo = vol * np.exp(sum(c_lo) / 8.0) * (1.0 - 1e-12)
-        laws.append((c_lo, c_hi, e, m_lo, m_hi))
+            m_hi = vol * np.exp(e) * (_cell_reduce(np.exp(n_hi), np.add) / 8.0) * (1.0 + 1e-12)
+            m_lo = vol * np.exp(_cell_reduce(n_lo, np.add) / 8.0) * (1.0 - 1e-12)
+        laws.append((e, m_lo, m_hi))
     ee = math.exp(epsilon)
     res = np.zeros((2, 2))
     for k, (i, j) in enumerate(((0, 1), (1, 0))):
-        (plo, _, ep, pm_lo, pm_hi), (_, qhi, eq, qm_lo, qm_hi) = laws[i], laws[j]
+        (ep, pm_lo, pm_hi), (eq, qm_lo, qm_hi) = laws[i], laws[j]
         l_up = dmax[k] + ep
         with np.errstate(invalid="ignore"):
-            l_dn = reduce(np.minimum, [np.where(np.isfinite(lp), lp - hq, -np.inf)
-                                       for lp, hq in zip(plo, qhi, strict=True)]) - eq
+            plo, qhi = cut[i][0], cut[j][1]
+            l_dn = _cell_reduce(np.where(np.isfinite(plo), plo - qhi, -np.inf), np.minimum) - eq
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             cross = pm_hi * -np.expm1(np.minimum(epsilon - l_up, 0.0))
             full = np.maximum(pm_hi - ee * qm_lo, 0.0)
@@ -474,33 +535,62 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
     return res
 
 
-#: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³).
+#: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³); a calibration
+#: narrows them for each phase of its search (:func:`resolution`).
 LADDER = (0.5, 0.3, 0.2, 0.14)
-#: Optimistic decay of the upper end with κ (the bracket's width falls like κ²): the ladder is abandoned when even
-#: this decay cannot decide.
-SHRINK = 2.0
+#: Decay of the upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
+#: optimistic (as :data:`distpriv.accounting.laplace_nd.SHRINK`): near the least scale δ falls to ~0 within a few %
+#: of the scale (a bounded loss), and the upper end falls from 1.3e-2 at κ = 0.5 to 1.2e-4 at κ = 0.3 (κ^9); with
+#: κ² (the first 3-D round) the ladder was abandoned at κ = 0.5 on points the next grid certified.
+SHRINK = 6.0
 #: Relative width of the bracket at which :func:`pair_bracket_3d` stops refining.
 RTOL = 0.05
 
-_CACHE: dict[tuple[bytes, float, float], Bracket3d] = {}
+_LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_3d_ladder", default=LADDER)
+
+
+@contextmanager
+def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
+    certified bracket: this changes only how tight, never whether a claim holds)."""
+    if not ladder or any(not 0 < k <= 1 for k in ladder):
+        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
+    token = _LADDER.set(tuple(ladder))
+    try:
+        yield
+    finally:
+        _LADDER.reset(token)
+
+
+_CACHE: dict[tuple[bytes, float, float, float], Bracket3d] = {}
 _CACHE_SIZE = 32
 
 
-def _key(parts: list[Array], epsilon: float, kappa: float) -> tuple[bytes, float, float]:
-    return b"".join(np.ascontiguousarray(x).tobytes() for x in parts), float(epsilon), float(kappa)
+def reach_for(target: float | None) -> float:
+    """Laplace scales of the u-window for a decision at ``target`` (:data:`LAPLACE_REACH` without one): the mass the
+    window leaves outside, 3 e^{−reach}, added to the upper end, is TAIL_SHARE · target (never less than REACH_MIN
+    scales, never more than LAPLACE_REACH)."""
+    if target is None or not target > 0:
+        return LAPLACE_REACH
+    return min(LAPLACE_REACH, max(REACH_MIN, math.log(3.0 / (TAIL_SHARE * target))))
+
+
+def _key(parts: list[Array], epsilon: float, kappa: float, reach: float) -> tuple[bytes, float, float, float]:
+    return b"".join(np.ascontiguousarray(x).tobytes() for x in parts), float(epsilon), float(kappa), float(reach)
 
 
 def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
-            scales: ArrayLike, epsilon: float, kappa: float) -> tuple[float, float]:
+            scales: ArrayLike, epsilon: float, kappa: float, reach: float = LAPLACE_REACH) -> tuple[float, float]:
     """δ of P against Q from one grid computing both orders (memoised: the reverse order is then free)."""
     parts = [np.asarray(x, dtype=float) for x in (mu_p, cov_p, mu_q, cov_q, basis, scales)]
-    key = _key(parts, epsilon, kappa)
-    rkey = _key([parts[2], parts[3], parts[0], parts[1], parts[4], parts[5]], epsilon, kappa)
+    key = _key(parts, epsilon, kappa, reach)
+    rkey = _key([parts[2], parts[3], parts[0], parts[1], parts[4], parts[5]], epsilon, kappa, reach)
     if key in _CACHE:
         return _CACHE[key].forward
     if rkey in _CACHE:
         return _CACHE[rkey].backward
-    br = delta_bracket_3d(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], epsilon, kappa=kappa)
+    br = delta_bracket_3d(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], epsilon, kappa=kappa,
+                          reach=reach)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = br
@@ -510,16 +600,19 @@ def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike
 def pair_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
-    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` until the bracket is within
-    :data:`RTOL` or, with ``target``, decides δ <= target (every κ gives a certified bracket). ``beat``: the bound
-    already proven (the coupling bound); the ladder stops when even the finest grid, predicted optimistically as
+    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (or the :func:`resolution` in force)
+    until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ gives a certified
+    bracket; with ``target`` the window reaches :func:`reach_for` Laplace scales). ``beat``: the bound already proven
+    (the coupling bound); the ladder stops when even the finest grid, predicted optimistically as
     up·(κ_min/κ)^SHRINK, cannot decide the target (or beat ``beat``)."""
-    lo, up, kap = 0.0, 1.0, LADDER[0]
+    ladder = _LADDER.get()
+    lo, up, kap = 0.0, 1.0, ladder[0]
     goal = min(target, beat) if target is not None else beat
-    for kap in LADDER:
-        lo, up = _cached(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap)
+    reach = reach_for(target)
+    for kap in ladder:
+        lo, up = _cached(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap, reach)
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
-        if up * (LADDER[-1] / kap) ** SHRINK > goal and lo <= goal:
+        if up * (ladder[-1] / kap) ** SHRINK > goal and lo <= goal:
             break
     return lo, up, kap
