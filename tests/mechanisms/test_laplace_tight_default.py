@@ -130,3 +130,17 @@ def test_release_selection_keeps_the_coupling_bound() -> None:
     assert cand.kept and cand.base is not None and cand.base.details["tight"] is False
     assert cand.base.laplace_scale == loose.laplace_scale
     assert auto.details["tight"] is True and auto.laplace_scale < loose.laplace_scale  # what release forgoes
+
+
+def test_tight_true_on_an_empirical_model_warns_and_records_false() -> None:
+    """review30a: ``tight=True`` on an EmpiricalModel was recorded True and silently unused; it now says so."""
+    rng = np.random.default_rng(0)
+    emp = dp.EmpiricalModel({0: rng.normal(size=(50, 2)), 1: 1 + 1.5 * rng.normal(size=(50, 2))})
+    with pytest.warns(UserWarning, match="tight=True serves a GaussianModel"):
+        m = dp.calibrate("expm-laplace", emp, [(0, 1)], epsilon=1.0, delta=1e-3, tight=True)
+    assert m.details["tight"] is False
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        d = dp.calibrate("expm-laplace", emp, [(0, 1)], epsilon=1.0, delta=1e-3)  # the default: no such warning
+    assert not [w for w in seen if "tight=True" in str(w.message)]
+    assert d.details["tight"] is False and d.laplace_scale == m.laplace_scale

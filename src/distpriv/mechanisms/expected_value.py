@@ -79,7 +79,17 @@ def _tight_option(tight: object, model: QueryModel) -> bool:
     if tight is None:
         return tight_by_default(model)
     if isinstance(tight, (bool, np.bool_)):
-        return check_flag(tight, "tight")
+        flag = check_flag(tight, "tight")
+        if flag and not isinstance(model, GaussianModel):  # review30a: was recorded True and silently unused
+            import warnings
+
+            from ..calibration import _external_stacklevel
+
+            warnings.warn(f"tight=True serves a GaussianModel's exact accounting only; a {type(model).__name__} is "
+                          "accounted on its own law, so it is ignored (details['tight'] is False)", UserWarning,
+                          stacklevel=_external_stacklevel())
+            return False
+        return flag
     raise InvalidTypeError(f"expected True, False or None (auto), got {tight!r}", argument="tight")
 
 
