@@ -24,6 +24,7 @@ import profile_oracle as po
 from distpriv.accounting import laplace_3d as l3d
 from distpriv.accounting import release
 from distpriv.accounting.release import NoiseLaw, proven_delta
+from distpriv.errors import InvalidParameterError
 
 # the 2-D pair of tests/accounting/test_laplace_nd.py, plus a shared third coordinate N(0.5, 0.7) ⊛ Lap(0.6)
 MP, MQ = np.array([0.0, 0.0, 0.5]), np.array([1.0, 0.3, 0.5])
@@ -242,11 +243,11 @@ def test_reach_for_leaves_the_stated_tail_and_the_bracket_still_holds(factorised
 
 def test_resolution_narrows_the_ladder():
     mp, cp, mq, cq = random_model(1)
-    with l3d.resolution((0.5,)):
+    with l3d.resolution_3d((0.5,)):
         lo, up, kap = l3d.pair_bracket_3d(mp, cp, mq, cq, np.eye(3), np.full(3, 1.0), 1.0)
     assert kap == 0.5 and 0.0 <= lo <= up <= 1.0
-    with pytest.raises(ValueError):
-        with l3d.resolution((0.0,)):
+    with pytest.raises(InvalidParameterError, match="^ladder: "):
+        with l3d.resolution_3d((0.0,)):
             pass
 
 

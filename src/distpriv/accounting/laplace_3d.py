@@ -39,7 +39,7 @@ bracket twice, and at ε = 0.1 that was the largest part of the loss's error, so
 (× ε^X_EPS_POW below ε = 1) inside X_FINE_SD sd of both means and X_TAIL times wider beyond (their weight in every
 bulk node's integral is below e^{−18}); with a target δ the u-window reaches :func:`reach_for` Laplace scales
 (its left-out mass, added to the upper end, is TAIL_SHARE·δ). Every choice only moves the bracket's width and
-cost: the bracket is certified for any grid. A calibration runs one κ per phase (:func:`resolution`,
+cost: the bracket is certified for any grid. A calibration runs one κ per phase (:func:`resolution_3d`,
 :func:`distpriv.accounting.topup.topup_laplace`).
 """
 
@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from ..errors import InvalidParameterError
 from .laplace import gl_logpdf
 from .laplace_nd import BothOrders
 
@@ -536,7 +537,7 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
 
 
 #: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³); a calibration
-#: narrows them for each phase of its search (:func:`resolution`).
+#: narrows them for each phase of its search (:func:`resolution_3d`).
 LADDER = (0.5, 0.3, 0.2, 0.14)
 #: Decay of the upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
 #: optimistic (as :data:`distpriv.accounting.laplace_nd.SHRINK`): near the least scale δ falls to ~0 within a few %
@@ -550,11 +551,11 @@ _LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_3d_ladder"
 
 
 @contextmanager
-def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
+def resolution_3d(ladder: tuple[float, ...]) -> Iterator[None]:
     """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
     certified bracket: this changes only how tight, never whether a claim holds)."""
     if not ladder or any(not 0 < k <= 1 for k in ladder):
-        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
+        raise InvalidParameterError(f"grid resolutions must lie in (0, 1], got {ladder!r}", argument="ladder")
     token = _LADDER.set(tuple(ladder))
     try:
         yield
@@ -600,7 +601,7 @@ def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike
 def pair_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, basis: ArrayLike,
                  scales: ArrayLike, epsilon: float, *, target: float | None = None,
                  beat: float = math.inf) -> tuple[float, float, float]:
-    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (or the :func:`resolution` in force)
+    """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (or the :func:`resolution_3d` in force)
     until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ gives a certified
     bracket; with ``target`` the window reaches :func:`reach_for` Laplace scales). ``beat``: the bound already proven
     (the coupling bound); the ladder stops when even the finest grid, predicted optimistically as

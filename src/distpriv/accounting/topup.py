@@ -322,14 +322,14 @@ def _topup_laplace_3d(model: QueryModel, ps: list[tuple[Hashable, Hashable]], no
                       delta: float, *, rtol: float) -> TopUp:
     """:func:`topup_laplace` with ``tight=True`` on a 3-D model: the coarse search on :data:`COARSE_3D`, the
     refinement on :data:`FINE_3D` (:data:`COARSE_3D_SMALL`, :data:`FINE_3D_SMALL` below ε = :data:`SMALL_EPSILON`;
-    :func:`distpriv.accounting.laplace_3d.resolution`), each final profile recomputed in decision mode
+    :func:`distpriv.accounting.laplace_3d.resolution_3d`), each final profile recomputed in decision mode
     (:func:`_final`'s ``decide``). Every accepted scaling is certified by the profile at it (every κ gives a certified
     bracket: the schedule changes how tight the scale is and its cost, never whether the claim holds)."""
     small = epsilon < SMALL_EPSILON
-    with l3d.resolution(COARSE_3D_SMALL if small else COARSE_3D):
+    with l3d.resolution_3d(COARSE_3D_SMALL if small else COARSE_3D):
         first = _topup_laplace(model, ps, noise, epsilon, delta, rtol=rtol, tight=True, rel=COARSE_REL_3D,
                                floor=GUIDE_FLOOR, decide=True)
-    with l3d.resolution(FINE_3D_SMALL if small else FINE_3D):
+    with l3d.resolution_3d(FINE_3D_SMALL if small else FINE_3D):
         out = _refine_laplace(model, ps, noise, epsilon, delta, first, rtol=rtol, decide=True,
                               start=REFINE_FIRST_3D_SMALL if small else REFINE_FIRST_3D,
                               step=REFINE_STEP_3D, rel=REFINE_REL_3D, near=NEAR_3D)
