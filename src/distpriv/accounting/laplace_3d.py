@@ -45,9 +45,8 @@ cost: the bracket is certified for any grid. A calibration runs one κ per phase
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import product
@@ -56,9 +55,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..errors import InvalidParameterError
 from .laplace import gl_logpdf
-from .laplace_nd import BothOrders
+from .laplace_nd import BothOrders, ladder_scope
 
 #: Gaussian standard deviations covered by the x- and u-windows (2Φ(−10) ≈ 1.5e-23 per coordinate left outside).
 GAUSS_REACH = 10.0
@@ -550,17 +548,10 @@ RTOL = 0.05
 _LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_3d_ladder", default=LADDER)
 
 
-@contextmanager
-def resolution_3d(ladder: tuple[float, ...]) -> Iterator[None]:
+def resolution_3d(ladder: tuple[float, ...]) -> contextlib.AbstractContextManager[None]:
     """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
     certified bracket: this changes only how tight, never whether a claim holds)."""
-    if not ladder or any(not 0 < k <= 1 for k in ladder):
-        raise InvalidParameterError(f"grid resolutions must lie in (0, 1], got {ladder!r}", argument="ladder")
-    token = _LADDER.set(tuple(ladder))
-    try:
-        yield
-    finally:
-        _LADDER.reset(token)
+    return ladder_scope(_LADDER, ladder)
 
 
 _CACHE: dict[tuple[bytes, float, float, float], Bracket3d] = {}

@@ -40,6 +40,7 @@ that can be 2–3× loose in scale, issue 25).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from ..errors import InvalidParameterError
 from .laplace import gl_logpdf
 
 #: Gaussian standard deviations covered by the x- and u-windows (2Φ(−10) ≈ 1.5e-23 left outside).
@@ -481,16 +483,22 @@ _LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_nd_ladder"
 
 
 @contextmanager
-def resolution(ladder: tuple[float, ...]) -> Iterator[None]:
-    """Within the block, :func:`pair_bracket` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
-    certified bracket: this changes only how tight, never whether a claim holds)."""
+def ladder_scope(var: ContextVar[tuple[float, ...]], ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, ``var`` (a grid module's ladder of resolutions κ) holds ``ladder``: the 2-D grid's
+    :func:`resolution` and the 3-D grid's :func:`distpriv.accounting.laplace_3d.resolution_3d`."""
     if not ladder or any(not 0 < k <= 1 for k in ladder):
-        raise ValueError(f"grid resolutions must lie in (0, 1], got {ladder!r}")
-    token = _LADDER.set(tuple(ladder))
+        raise InvalidParameterError(f"grid resolutions must lie in (0, 1], got {ladder!r}", argument="ladder")
+    token = var.set(tuple(ladder))
     try:
         yield
     finally:
-        _LADDER.reset(token)
+        var.reset(token)
+
+
+def resolution(ladder: tuple[float, ...]) -> contextlib.AbstractContextManager[None]:
+    """Within the block, :func:`pair_bracket` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
+    certified bracket: this changes only how tight, never whether a claim holds)."""
+    return ladder_scope(_LADDER, ladder)
 
 #: Relative width of the bracket at which :func:`pair_bracket` stops refining.
 RTOL = 0.05
