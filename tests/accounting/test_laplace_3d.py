@@ -77,6 +77,19 @@ def random_model(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return 10 + rng.normal(size=3), cov, 10 + rng.normal(size=3), cov + 0.4 * c @ c.T / 2
 
 
+def calibrate_both(seed: int, epsilon: float, delta: float, *, coupling: bool = True) -> tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dp.Mechanism | None, dp.Mechanism]:
+    """:func:`random_model` as a two-θ model and its ExpM (L) calibrations: with the 3-D default (the coupling bound;
+    None unless ``coupling``) and with ``tight=True`` (the 3-D grid); warnings silenced."""
+    mp, cp, mq, cq = random_model(seed)
+    model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta) if coupling else None
+        new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta, tight=True)
+    return (mp, cp, mq, cq), old, new
+
+
 def _sample(mu: np.ndarray, cov: np.ndarray, basis: np.ndarray, scales: np.ndarray, n: int,
             rng: np.random.Generator) -> np.ndarray:
     return rng.multivariate_normal(mu, cov, n) + (rng.laplace(0.0, 1.0, (n, 3)) * scales) @ basis.T
@@ -148,12 +161,7 @@ def test_proven_delta_uses_the_3d_grid_and_beats_the_coupling_bound():
 
 @pytest.mark.slow
 def test_tight_calibration_in_3d_goes_below_the_coupling_scale_and_holds():
-    mp, cp, mq, cq = random_model(0)
-    model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3)
-        new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3, tight=True)
+    (mp, cp, mq, cq), old, new = calibrate_both(0, 1.0, 1e-3)
     # measured: coupling 5.95, tight 3.34 (the 3-D grid proves δ(1) <= 1e-3 there; the papers' scale is below both)
     assert new.laplace_scale < 0.7 * old.laplace_scale
     assert new.accounting is not None and new.accounting.profile is not None
@@ -257,11 +265,7 @@ def test_tight_calibration_in_3d_is_within_1_1_of_a_certified_floor_and_above_th
     # at least an independent Monte Carlo of the 3-D privacy loss) and within 1.1× the least scale (the grid's lower
     # end at κ = 0.2 exceeds δ at scale/1.1, so no scale <= scale/1.1 meets it). Measured: scale 3.106 (the first
     # round's 3.35), lower end 2.8e-3 at scale/1.1; loss Monte Carlo 1.1e-4 ± 9e-4 and 6.1e-4 ± 1.2e-3.
-    mp, cp, mq, cq = random_model(0)
-    model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3, tight=True)
+    (mp, cp, mq, cq), _, new = calibrate_both(0, 1.0, 1e-3, coupling=False)
     scales = np.asarray(new.scales)
     assert np.allclose(np.asarray(new.basis), np.eye(3))
     prof = new.accounting.profile
@@ -278,12 +282,7 @@ def test_tight_calibration_in_3d_at_small_epsilon_holds_and_beats_the_coupling_s
     # below topup.SMALL_EPSILON the finer schedule (κ = 0.3, 0.25): the claim against a sampled lower bound (any set S)
     # and an independent Monte Carlo of the loss, in both orders. Measured: coupling 25.93, tight 19.91 (claimed δ
     # 9.1e-5; loss Monte Carlo 2e-7 ± 6.7e-5 and 0 ± 6.5e-5; the first round's schedule returned 26.05).
-    mp, cp, mq, cq = random_model(2)
-    model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=0.1, delta=1e-4)
-        new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=0.1, delta=1e-4, tight=True)
+    (mp, cp, mq, cq), old, new = calibrate_both(2, 0.1, 1e-4)
     assert new.laplace_scale < 0.85 * old.laplace_scale
     assert new.accounting is not None and new.accounting.profile is not None
     assert new.accounting.profile.delta_upper <= 1e-4
