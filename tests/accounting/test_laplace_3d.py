@@ -79,13 +79,15 @@ def random_model(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
 
 def calibrate_both(seed: int, epsilon: float, delta: float, *, coupling: bool = True) -> tuple[
         tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dp.Mechanism | None, dp.Mechanism]:
-    """:func:`random_model` as a two-θ model and its ExpM (L) calibrations: with the 3-D default (the coupling bound;
-    None unless ``coupling``) and with ``tight=True`` (the 3-D grid); warnings silenced."""
+    """:func:`random_model` as a two-θ model and its ExpM (L) calibrations: with ``tight=False`` (the coupling bound;
+    None unless ``coupling``) and with ``tight=True`` (the 3-D grid, the 3-D default since lap3d31); warnings
+    silenced."""
     mp, cp, mq, cq = random_model(seed)
     model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta) if coupling else None
+        old = (dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta, tight=False) if coupling
+               else None)
         new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta, tight=True)
     return (mp, cp, mq, cq), old, new
 

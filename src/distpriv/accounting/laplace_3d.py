@@ -497,7 +497,7 @@ def _run(plan: _Plan, epsilon: float, kappa: float, reach: float) -> Bracket3d:
     ms, ss, b, us, xs = plan.ms, plan.ss, plan.b, plan.us, plan.xs
     ws = [np.diff(x) for x in us]
     nodes = [_density_bracket(us, xs, m, s, b, kappa) for m, s in zip(ms, ss, strict=True)]
-    precs = [np.linalg.inv(s) for s in ss]
+    precs: list[Array] = [np.asarray(np.linalg.inv(s), dtype=np.float64) for s in ss]
     n0 = ws[0].size
     slab = max(1, CHUNK // (ws[1].size * ws[2].size))
     sums = np.zeros((2, 2))
