@@ -294,3 +294,43 @@ def test_tight_calibration_in_3d_at_small_epsilon_holds_and_beats_the_coupling_s
         assert est - 4 * se <= 1e-4
         est, tol = mc_loss_delta(a, ca, b, cb, scales, 0.1, 3000, 1000, seed + 10)
         assert est - tol <= 1e-4
+
+
+# --------------------------------------------------------------------------- issue 25, lap3d31: the work budget
+def test_work_budget_is_deterministic_and_refuses_what_it_cannot_pay():
+    """A budget counts grid elements (grid_work), charged once per grid whether computed or read from the memo: the
+    same calls spend the same amount with a cold or warm memo, and a budget one element short of a grid refuses it
+    (the ladder then keeps the trivial bracket [0, 1]), as it refuses every later grid."""
+    mp, cp, mq, cq = random_model(1)
+    args = (mp, cp, mq, cq, np.eye(3), np.full(3, 1.0), 1.0)
+    spent = []
+    for _ in range(2):  # cold, then warm memo
+        if not spent:
+            l3d._CACHE.clear()
+        with l3d.resolution_3d((0.5,)), l3d.work_budget(10**12) as budget:
+            first = l3d.pair_bracket_3d(*args)
+            assert l3d.pair_bracket_3d(mq, cq, mp, cp, np.eye(3), np.full(3, 1.0), 1.0)  # the reverse order: free
+        spent.append((budget.spent, budget.grids))
+    assert spent[0] == spent[1] and spent[0][1] == 1 and spent[0][0] > 0
+    plan = l3d._plan(np.eye(3), mp, cp, mq, cq, np.full(3, 1.0), 1.0, 0.5, l3d.LAPLACE_REACH)
+    assert plan.work == spent[0][0] == l3d.grid_work(plan.us, plan.xs)
+    with l3d.resolution_3d((0.5,)), l3d.work_budget(plan.work - 1) as short:
+        assert l3d.pair_bracket_3d(*args) == (0.0, 1.0, 0.5)
+        assert short.hit and short.spent == 0 and short.grids == 0
+    with l3d.resolution_3d((0.5,)), l3d.work_budget(plan.work) as exact:
+        assert l3d.pair_bracket_3d(*args) == first
+        assert not exact.hit and exact.spent == plan.work
+    with pytest.raises(InvalidParameterError, match="^limit: "):
+        with l3d.work_budget(-1):
+            pass
+
+
+def test_ladder_under_a_budget_keeps_the_last_bracket_it_paid_for():
+    mp, cp, mq, cq = random_model(1)
+    args = (mp, cp, mq, cq, np.eye(3), np.full(3, 1.0), 1.0)
+    coarse = l3d._plan(np.eye(3), mp, cp, mq, cq, np.full(3, 1.0), 1.0, 0.5, l3d.LAPLACE_REACH).work
+    with l3d.resolution_3d((0.5,)):
+        want = l3d.pair_bracket_3d(*args)
+    with l3d.work_budget(coarse) as budget:  # the default ladder (0.5, 0.3, 0.2): only κ = 0.5 is paid for
+        got = l3d.pair_bracket_3d(*args)
+    assert got[:2] == want[:2] and got[2] == 0.5 and budget.hit and budget.grids == 1
