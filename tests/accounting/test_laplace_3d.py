@@ -152,10 +152,13 @@ def test_proven_delta_uses_the_3d_grid_and_beats_the_coupling_bound():
         warnings.simplefilter("ignore")
         loose = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2)
         prof = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2, tight=True)
-    assert prof.method == l3d.METHOD
-    # measured: coupling 0.274, grid [0.0011, 0.0016] (κ = 0.14; first 3-D round [0.0009, 0.0018]; a midpoint
-    # estimate of δ gives 0.0013)
-    assert prof.delta_upper < 0.01 * loose.delta_upper
+        with l3d.resolution_3d((0.5, 0.3, 0.2)):  # one step finer than the default ladder
+            fine = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2, tight=True)
+    assert prof.method == l3d.METHOD == fine.method
+    # measured: coupling 0.274, grid [0.00068, 0.0028] at the default ladder's κ = 0.3, tighter at κ = 0.2 (κ = 0.14,
+    # the first rounds' ladder: [0.0011, 0.0016]; a midpoint estimate of δ gives 0.0013)
+    assert prof.delta_upper < 0.015 * loose.delta_upper and fine.delta_upper < 0.01 * loose.delta_upper
+    assert max(prof.delta_lower, fine.delta_lower) <= min(prof.delta_upper, fine.delta_upper)
     assert 0.0 <= prof.delta_lower <= prof.delta_upper
     est, se = set_delta(mp, cp, mq, cq, np.eye(3), np.full(3, 3.0), 1.0, 40_000, 7)
     assert est - 4 * se <= prof.delta_upper
