@@ -322,7 +322,10 @@ REFINE_FIRST_3D_SMALL = 1.06
 
 #: Work budget of one 3-D tight calibration (and of one δ′ claim, :func:`proven_claim`), in grid elements
 #: (:func:`distpriv.accounting.laplace_3d.grid_work`, a count: the outcome never depends on the machine's speed or
-#: load). Measured (benchmarks/bench_laplace_3d.py): the benchmark family's calibrations spend PLACEHOLDER.
+#: load). Measured (benchmarks/bench_laplace_3d.py, ~6–10 million elements per CPU second): the benchmark family's
+#: calibrations spend 8–16 million at (1, 1e-3) and 5–62 million at (0.1, 1e-4) (one of four reaches the budget and
+#: keeps its least certified scale, 23.4 against the coupling bound's 34.5); a reviewer's hard models (three pairs,
+#: condition number 1e3: 27 million per coarse grid) stop at it in ≲ 7 s CPU where they took up to 191 s.
 WORK_BUDGET_3D = 64_000_000
 #: The coarse probe of :func:`_topup_laplace_3d` at the coupling bound's scaling / USEFUL_3D: unless the coarse grid
 #: certifies the target there, the grid is not run further (it would gain less than this margin, or nothing).
