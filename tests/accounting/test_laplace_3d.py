@@ -79,13 +79,15 @@ def random_model(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
 
 def calibrate_both(seed: int, epsilon: float, delta: float, *, coupling: bool = True) -> tuple[
         tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dp.Mechanism | None, dp.Mechanism]:
-    """:func:`random_model` as a two-θ model and its ExpM (L) calibrations: with the 3-D default (the coupling bound;
-    None unless ``coupling``) and with ``tight=True`` (the 3-D grid); warnings silenced."""
+    """:func:`random_model` as a two-θ model and its ExpM (L) calibrations: with ``tight=False`` (the coupling bound;
+    None unless ``coupling``) and with ``tight=True`` (the 3-D grid, the 3-D default since lap3d31); warnings
+    silenced."""
     mp, cp, mq, cq = random_model(seed)
     model = dp.GaussianModel(means={0: mp, 1: mq}, covariances={0: cp, 1: cq})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        old = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta) if coupling else None
+        old = (dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta, tight=False) if coupling
+               else None)
         new = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=epsilon, delta=delta, tight=True)
     return (mp, cp, mq, cq), old, new
 
@@ -150,10 +152,13 @@ def test_proven_delta_uses_the_3d_grid_and_beats_the_coupling_bound():
         warnings.simplefilter("ignore")
         loose = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2)
         prof = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2, tight=True)
-    assert prof.method == l3d.METHOD
-    # measured: coupling 0.274, grid [0.0011, 0.0016] (κ = 0.14; first 3-D round [0.0009, 0.0018]; a midpoint
-    # estimate of δ gives 0.0013)
-    assert prof.delta_upper < 0.01 * loose.delta_upper
+        with l3d.resolution_3d((0.5, 0.3, 0.2)):  # one step finer than the default ladder
+            fine = proven_delta(model, [(0, 1)], law, 1.0, rtol=1e-2, tight=True)
+    assert prof.method == l3d.METHOD == fine.method
+    # measured: coupling 0.274, grid [0.00068, 0.0028] at the default ladder's κ = 0.3, tighter at κ = 0.2 (κ = 0.14,
+    # the first rounds' ladder: [0.0011, 0.0016]; a midpoint estimate of δ gives 0.0013)
+    assert prof.delta_upper < 0.015 * loose.delta_upper and fine.delta_upper < 0.01 * loose.delta_upper
+    assert max(prof.delta_lower, fine.delta_lower) <= min(prof.delta_upper, fine.delta_upper)
     assert 0.0 <= prof.delta_lower <= prof.delta_upper
     est, se = set_delta(mp, cp, mq, cq, np.eye(3), np.full(3, 3.0), 1.0, 40_000, 7)
     assert est - 4 * se <= prof.delta_upper
@@ -292,3 +297,43 @@ def test_tight_calibration_in_3d_at_small_epsilon_holds_and_beats_the_coupling_s
         assert est - 4 * se <= 1e-4
         est, tol = mc_loss_delta(a, ca, b, cb, scales, 0.1, 3000, 1000, seed + 10)
         assert est - tol <= 1e-4
+
+
+# --------------------------------------------------------------------------- issue 25, lap3d31: the work budget
+def test_work_budget_is_deterministic_and_refuses_what_it_cannot_pay():
+    """A budget counts grid elements (grid_work), charged once per grid whether computed or read from the memo: the
+    same calls spend the same amount with a cold or warm memo, and a budget one element short of a grid refuses it
+    (the ladder then keeps the trivial bracket [0, 1]), as it refuses every later grid."""
+    mp, cp, mq, cq = random_model(1)
+    args = (mp, cp, mq, cq, np.eye(3), np.full(3, 1.0), 1.0)
+    spent = []
+    for _ in range(2):  # cold, then warm memo
+        if not spent:
+            l3d._CACHE.clear()
+        with l3d.resolution_3d((0.5,)), l3d.work_budget(10**12) as budget:
+            first = l3d.pair_bracket_3d(*args)
+            assert l3d.pair_bracket_3d(mq, cq, mp, cp, np.eye(3), np.full(3, 1.0), 1.0)  # the reverse order: free
+        spent.append((budget.spent, budget.grids))
+    assert spent[0] == spent[1] and spent[0][1] == 1 and spent[0][0] > 0
+    plan = l3d._plan(np.eye(3), mp, cp, mq, cq, np.full(3, 1.0), 1.0, 0.5, l3d.LAPLACE_REACH)
+    assert plan.work == spent[0][0] == l3d.grid_work(plan.us, plan.xs)
+    with l3d.resolution_3d((0.5,)), l3d.work_budget(plan.work - 1) as short:
+        assert l3d.pair_bracket_3d(*args) == (0.0, 1.0, 0.5)
+        assert short.hit and short.spent == 0 and short.grids == 0
+    with l3d.resolution_3d((0.5,)), l3d.work_budget(plan.work) as exact:
+        assert l3d.pair_bracket_3d(*args) == first
+        assert not exact.hit and exact.spent == plan.work
+    with pytest.raises(InvalidParameterError, match="^limit: "):
+        with l3d.work_budget(-1):
+            pass
+
+
+def test_ladder_under_a_budget_keeps_the_last_bracket_it_paid_for():
+    mp, cp, mq, cq = random_model(1)
+    args = (mp, cp, mq, cq, np.eye(3), np.full(3, 1.0), 1.0)
+    coarse = l3d._plan(np.eye(3), mp, cp, mq, cq, np.full(3, 1.0), 1.0, 0.5, l3d.LAPLACE_REACH).work
+    with l3d.resolution_3d((0.5,)):
+        want = l3d.pair_bracket_3d(*args)
+    with l3d.work_budget(coarse) as budget:  # the default ladder (0.5, 0.3, 0.2): only κ = 0.5 is paid for
+        got = l3d.pair_bracket_3d(*args)
+    assert got[:2] == want[:2] and got[2] == 0.5 and budget.hit and budget.grids == 1

@@ -47,14 +47,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from ..errors import InvalidParameterError
 from .laplace import gl_logpdf
 from .laplace_nd import BothOrders, ladder_scope
 
@@ -443,6 +445,35 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
         raise ValueError("scales must be three positive numbers")
     if not grid_3d_applies(3, bm, cov_p, cov_q):
         raise ValueError("the covariances must be positive definite")
+    plan = _plan(bm, mu_p, cov_p, mu_q, cov_q, b, epsilon, kappa, reach)
+    _charge(plan.work, None)
+    return _run(plan, epsilon, kappa, reach)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The grid of :func:`delta_bracket_3d` before any density is computed: both laws in noise coordinates (permuted
+    for the least work), the output nodes ``us``, the integration edges ``xs``, and ``work`` (:func:`grid_work`)."""
+
+    ms: list[Array]
+    ss: list[Array]
+    b: Array
+    us: list[Array]
+    xs: list[Array]
+    work: int
+
+
+def grid_work(us: list[Array], xs: list[Array]) -> int:
+    """The work of one grid in elements: the two laws' passes of steps 1–2 (N₀·M₁·M₂ elements) and step 3
+    (N₀·N₁·M₂), plus the cell pass (N₀·N₁·N₂ cells), with N_k output nodes and M_k integration edges of coordinate k
+    (after the permutation). A count of array elements, not a time: :class:`WorkBudget` spends it."""
+    n0, n1, n2 = (u.size for u in us)
+    m1, m2 = xs[1].size, xs[2].size
+    return int(2 * (n0 * m1 * m2 + n0 * n1 * m2) + (n0 - 1) * (n1 - 1) * (n2 - 1))
+
+
+def _plan(bm: Array, mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike, b: Array, epsilon: float,
+          kappa: float, reach: float) -> _Plan:
     ms = [bm.T @ np.asarray(mu_p, dtype=float).reshape(3), bm.T @ np.asarray(mu_q, dtype=float).reshape(3)]
     ss = [bm.T @ np.asarray(c, dtype=float) @ bm for c in (cov_p, cov_q)]
     ss = [0.5 * (s + s.T) for s in ss]
@@ -456,14 +487,17 @@ def delta_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: 
     perm = min(((i, j, k) for i, j, k in product(range(3), repeat=3) if len({i, j, k}) == 3),
                key=lambda p: us[p[0]].size * xs[p[1]].size * xs[p[2]].size + us[p[0]].size * us[p[1]].size * xs[p[2]].size)
     pr = list(perm)
-    ms = [m[pr] for m in ms]
-    ss = [s[np.ix_(pr, pr)] for s in ss]
-    b = b[pr]
     us = [us[k] for k in pr]
     xs = [xs[k] for k in pr]
+    return _Plan([m[pr] for m in ms], [s[np.ix_(pr, pr)] for s in ss], b[pr], us, xs, grid_work(us, xs))
+
+
+def _run(plan: _Plan, epsilon: float, kappa: float, reach: float) -> Bracket3d:
+    """The brackets of :func:`delta_bracket_3d` on a planned grid."""
+    ms, ss, b, us, xs = plan.ms, plan.ss, plan.b, plan.us, plan.xs
     ws = [np.diff(x) for x in us]
     nodes = [_density_bracket(us, xs, m, s, b, kappa) for m, s in zip(ms, ss, strict=True)]
-    precs = [np.linalg.inv(s) for s in ss]
+    precs: list[Array] = [np.asarray(np.linalg.inv(s), dtype=np.float64) for s in ss]
     n0 = ws[0].size
     slab = max(1, CHUNK // (ws[1].size * ws[2].size))
     sums = np.zeros((2, 2))
@@ -535,8 +569,12 @@ def _slab_sums(nodes: list[tuple[Array, Array]], precs: list[Array], b: Array, w
 
 
 #: Grid resolutions tried in turn by :func:`pair_bracket_3d` (coarse first: each step costs ~κ⁻³); a calibration
-#: narrows them for each phase of its search (:func:`resolution_3d`).
-LADDER = (0.5, 0.3, 0.2, 0.14)
+#: narrows them for each phase of its search (:func:`resolution_3d`). Since the grid became the 3-D default (issue 25,
+#: lap3d31) the ladder stops at κ = 0.3: a no-target δ′ (the mechanisms' claim without a δ target) then costs ~0.3–0.7 s
+#: CPU instead of ~1–2 s (κ = 0.2) or ~5 s (κ = 0.14, the first two 3-D rounds), and is 2–4× the κ = 0.2 one but still
+#: 20–3e7× below the coupling bound's on tests/mechanisms/test_mechanisms_exact.py's 3-D model (ε = 0.2 … 10).
+#: A finer ladder is one :func:`resolution_3d` away.
+LADDER = (0.5, 0.3)
 #: Decay of the upper end with κ assumed when predicting the finest grid's (upper ∝ κ^SHRINK), deliberately
 #: optimistic (as :data:`distpriv.accounting.laplace_nd.SHRINK`): near the least scale δ falls to ~0 within a few %
 #: of the scale (a bounded loss), and the upper end falls from 1.3e-2 at κ = 0.5 to 1.2e-4 at κ = 0.3 (κ^9); with
@@ -546,16 +584,80 @@ SHRINK = 6.0
 RTOL = 0.05
 
 _LADDER: ContextVar[tuple[float, ...]] = ContextVar("distpriv_laplace_3d_ladder", default=LADDER)
+#: True inside :func:`resolution_3d`: decisions use the shorter window of :func:`reach_for` (a calibration's search).
+_SHORT: ContextVar[bool] = ContextVar("distpriv_laplace_3d_short", default=False)
 
 
-def resolution_3d(ladder: tuple[float, ...]) -> contextlib.AbstractContextManager[None]:
-    """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER` (every κ gives a
-    certified bracket: this changes only how tight, never whether a claim holds)."""
-    return ladder_scope(_LADDER, ladder)
+@contextlib.contextmanager
+def resolution_3d(ladder: tuple[float, ...]) -> Iterator[None]:
+    """Within the block, :func:`pair_bracket_3d` refines along ``ladder`` instead of :data:`LADDER`, and its decisions
+    use the shorter window of :func:`reach_for` (every κ and window give a certified bracket: this changes only how
+    tight and how fast, never whether a claim holds)."""
+    with ladder_scope(_LADDER, ladder):
+        token = _SHORT.set(True)
+        try:
+            yield
+        finally:
+            _SHORT.reset(token)
 
 
-_CACHE: dict[tuple[bytes, float, float, float], Bracket3d] = {}
+_CACHE: dict[tuple[bytes, float, float, float], tuple[Bracket3d, int]] = {}
 _CACHE_SIZE = 32
+
+
+class BudgetExhausted(Exception):
+    """Raised inside this module when a grid would take the :class:`WorkBudget` in force past its limit (caught by
+    :func:`pair_bracket_3d`, which then keeps the bracket it has, or none)."""
+
+
+@dataclass
+class WorkBudget:
+    """A deterministic allowance of 3-D grid work for one calibration or claim (issue 25): ``limit`` elements of
+    :func:`grid_work`, charged once per grid (a grid read back from the memo costs as much as a computed one, so the
+    outcome never depends on what earlier calls left in the memo, nor on the machine's speed or load). The first
+    grid the remainder cannot pay is refused (:attr:`hit`), and so is every later one."""
+
+    limit: int
+    spent: int = 0
+    grids: int = 0
+    refused: int = 0
+    paid: set[tuple[bytes, float, float, float]] = field(default_factory=set)
+
+    @property
+    def hit(self) -> bool:
+        """True once a grid was refused."""
+        return self.refused > 0
+
+
+_BUDGET: ContextVar[WorkBudget | None] = ContextVar("distpriv_laplace_3d_budget", default=None)
+
+
+@contextlib.contextmanager
+def work_budget(limit: int) -> Iterator[WorkBudget]:
+    """Within the block, the 3-D grids share a :class:`WorkBudget` of ``limit`` elements (yielded, to read what was
+    spent and whether it was reached). Outside any such block the grids are not limited."""
+    if not (isinstance(limit, int) and limit >= 0):
+        raise InvalidParameterError(f"a work budget is a count of grid elements >= 0, got {limit!r}", argument="limit")
+    budget = WorkBudget(limit)
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
+
+
+def _charge(work: int, key: tuple[bytes, float, float, float] | None) -> None:
+    """Pay ``work`` from the budget in force (once per ``key``), or raise :class:`BudgetExhausted`."""
+    budget = _BUDGET.get()
+    if budget is None or (key is not None and key in budget.paid):
+        return
+    if budget.refused or budget.spent + work > budget.limit:
+        budget.refused += 1
+        raise BudgetExhausted
+    budget.spent += work
+    budget.grids += 1
+    if key is not None:
+        budget.paid.add(key)
 
 
 def reach_for(target: float | None) -> float:
@@ -577,15 +679,25 @@ def _cached(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: ArrayLike
     parts = [np.asarray(x, dtype=float) for x in (mu_p, cov_p, mu_q, cov_q, basis, scales)]
     key = _key(parts, epsilon, kappa, reach)
     rkey = _key([parts[2], parts[3], parts[0], parts[1], parts[4], parts[5]], epsilon, kappa, reach)
+    paid = min(key, rkey)  # one grid gives both orders: paid once
     if key in _CACHE:
-        return _CACHE[key].forward
+        _charge(_CACHE[key][1], paid)
+        return _CACHE[key][0].forward
     if rkey in _CACHE:
-        return _CACHE[rkey].backward
-    br = delta_bracket_3d(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], epsilon, kappa=kappa,
-                          reach=reach)
+        _charge(_CACHE[rkey][1], paid)
+        return _CACHE[rkey][0].backward
+    bm = np.asarray(parts[4], dtype=float)
+    b = np.asarray(parts[5], dtype=float).reshape(-1)
+    if (bm.shape != (3, 3) or b.shape != (3,) or not np.all(b > 0) or not np.all(np.isfinite(b))
+            or not grid_3d_applies(3, bm, parts[1], parts[3])):
+        raise ValueError("the 3-D grid needs an orthonormal 3 × 3 basis, three positive scales and positive "
+                         "definite covariances")
+    plan = _plan(bm, parts[0], parts[1], parts[2], parts[3], b, epsilon, kappa, reach)
+    _charge(plan.work, paid)
+    br = _run(plan, epsilon, kappa, reach)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = br
+    _CACHE[key] = (br, plan.work)
     return br.forward
 
 
@@ -594,15 +706,26 @@ def pair_bracket_3d(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: A
                  beat: float = math.inf) -> tuple[float, float, float]:
     """(lower, upper, κ used) of δ of P against Q, refined along :data:`LADDER` (or the :func:`resolution_3d` in force)
     until the bracket is within :data:`RTOL` or, with ``target``, decides δ <= target (every κ gives a certified
-    bracket; with ``target`` the window reaches :func:`reach_for` Laplace scales). ``beat``: the bound already proven
+    bracket; with ``target``, inside a calibration's :func:`resolution_3d`, the window reaches :func:`reach_for`
+    Laplace scales; elsewhere :data:`LAPLACE_REACH`, so that a decision at a no-target bracket's upper end reads that
+    bracket's grids and proves it: the engine certifies what a no-target δ′ claims, topup.proven_claim). ``beat``: the bound already proven
     (the coupling bound); the ladder stops when even the finest grid, predicted optimistically as
-    up·(κ_min/κ)^SHRINK, cannot decide the target (or beat ``beat``)."""
+    up·(κ_min/κ)^SHRINK, cannot beat ``beat`` (with or without a target, so that a decision at a no-target bracket's
+    upper end refines as far as that bracket did; a calibration runs one κ per phase, where this never applies).
+    Under a
+    :func:`work_budget`, the ladder stops at the first grid the budget cannot pay (the bracket so far stands; the
+    trivial [0, 1] if none)."""
     ladder = _LADDER.get()
     lo, up, kap = 0.0, 1.0, ladder[0]
-    goal = min(target, beat) if target is not None else beat
-    reach = reach_for(target)
+    goal = beat  # not the target: a decision runs the ladder as far as a no-target bracket (topup.proven_claim)
+    reach = reach_for(target) if _SHORT.get() else LAPLACE_REACH
+    done = kap
     for kap in ladder:
-        lo, up = _cached(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap, reach)
+        try:
+            lo, up = _cached(mu_p, cov_p, mu_q, cov_q, basis, scales, epsilon, kap, reach)
+        except BudgetExhausted:  # the budget in force is spent: the last bracket (or the trivial one) stands
+            return lo, up, done
+        done = kap
         if up - lo <= RTOL * up + 1e-15 or (target is not None and (up <= target or lo > target)):
             break
         if up * (ladder[-1] / kap) ** SHRINK > goal and lo <= goal:

@@ -39,7 +39,7 @@ import numpy as np
 from ..accounting.laplace import complete_basis
 from ..accounting.profile import Profile
 from ..accounting.release import grid_applies, proven_delta, pure_epsilon
-from ..accounting.topup import SLACK, topup_gaussian, topup_laplace, topup_pure
+from ..accounting.topup import SLACK, proven_claim, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
 from ..guarantees import Calibration
@@ -202,6 +202,8 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             used = wide
             tu = topup_laplace(g, inp.pairs, wide, eps, target, tight=tight)
         notes.extend(_tight_note(g, inp, used, tight))
+        if tu.note:  # the 3-D grid's work budget or early exit (issue 25)
+            notes.append(tu.note)
         _set_laplace(mech, tu.noise)
         claimed_delta = target
         acc = Accounting(gap, topup_factor=tu.factor, delta_before_topup=tu.before.reported_delta, profile=tu.after)
@@ -224,12 +226,14 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
             notes.append(f"accounting: {pure_epsilon(g, inp.pairs, tp.noise).describe()}")
         else:
             notes.extend(_tight_note(g, inp, noise, tight))
-            prof = proven_delta(g, inp.pairs, noise, eps, rtol=1e-2, tight=tight)
-            if prof.delta_upper >= 1.0:
+            prof, claimed, grid_note = proven_claim(g, inp.pairs, noise, eps, tight=tight)  # issue 25: = the engine's
+            if grid_note:
+                notes.append(grid_note)
+            if claimed >= 1.0:
                 raise AssumptionError(
                     f"model: {mech.name} proves no (ε, δ) with δ < 1 here (the output laws differ where the noise "
                     f"does not reach: {prof.method}); pass delta= to top the noise up, or use another mechanism")
-            claimed_delta = prof.delta_upper
+            claimed_delta = claimed
             msg = (f"{mech.name}: the covariances differ across θ (max relative gap {gap:.3g}) and are not diagonal in "
                    f"the noise basis, so no pure ε is proven; claiming the proven (ε, δ′) = ({eps:g}, "
                    f"{claimed_delta:.3g}) instead of (ε, 0) — pass delta= to top the noise up to a target δ")
