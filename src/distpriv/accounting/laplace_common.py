@@ -40,7 +40,7 @@ Choice of C. Any feasible C gives a certified bound, so several candidates are t
 minimum of certified upper bounds is one): the maximisers of the log-barrier problem
 max Σ log c_k + μ(log det(S_a − C) + log det(S_b − C)) for a few μ (Newton steps from C = λI/2, λ the least
 eigenvalue of S_a and S_b; large μ gives a small, balanced C) and C = λI/4; C = 0 (the exact product of Laplace
-shifts) when λ = 0. A larger C smooths more but widens D (the residuals differ relatively more), and on random
+shifts) when λ = 0; and the largest diagonal min(diag S_a, diag S_b) where it is feasible (B diagonalises both). A larger C smooths more but widens D (the residuals differ relatively more), and on random
 2-D and 4-D models the least bound came from a small C (μ = 30 or 10). In decision mode (a calibration's search)
 only the first candidate is tried. Only the bound's tightness depends on the choice.
 
@@ -204,8 +204,9 @@ def _barrier(c0: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.fl
 
 def candidates(sa: NDArray[np.float64], sb: NDArray[np.float64]) -> list[NDArray[np.float64]]:
     """Feasible diagonals c (module notes, "Choice of C"), distinct, in the order tried: the log-barrier points for
-    each μ of BARRIER_MUS (from half the largest multiple of I), FRACTIONS of the largest multiple λ·I, and 0 (the
-    exact product of Laplace shifts) when no positive multiple of I fits."""
+    each μ of BARRIER_MUS (from half the largest multiple of I), FRACTIONS of the largest multiple λ·I, 0 (the
+    exact product of Laplace shifts) when no positive multiple of I fits, and min(diag S_a, diag S_b) if feasible
+    (up to a 1e-9 rounding shrink)."""
     d = sa.shape[0]
     lam = max(0.0, min(_min_eig(sa), _min_eig(sb)))
     out: list[NDArray[np.float64]] = []
@@ -215,6 +216,7 @@ def candidates(sa: NDArray[np.float64], sb: NDArray[np.float64]) -> list[NDArray
         out += [np.full(d, f * lam) for f in FRACTIONS]
     else:
         out.append(np.zeros(d))
+    out.append(np.minimum(np.diag(sa), np.diag(sb)))  # the largest diagonal, feasible when B diagonalises S_a, S_b
     seen: dict[bytes, NDArray[np.float64]] = {}
     for c in out:
         x = _shrink(c, sa, sb)
