@@ -39,7 +39,7 @@ S = C; when B diagonalises both covariances, C = the smaller diagonal leaves one
 Choice of C. Any feasible C gives a certified bound, so several candidates are tried and the least bound kept (a
 minimum of certified upper bounds is one): the maximisers of the log-barrier problem
 max Σ log c_k + μ(log det(S_a − C) + log det(S_b − C)) for a few μ (Newton steps from C = λI/2, λ the least
-eigenvalue of S_a and S_b; large μ gives a small, balanced C) and C = λI/4; C = 0 (the exact product of Laplace
+eigenvalue of S_a and S_b; large μ gives a small, balanced C) and C = f·λI for f in FRACTIONS; C = 0 (the exact product of Laplace
 shifts) when λ = 0; and the largest diagonal min(diag S_a, diag S_b) where it is feasible (B diagonalises both). A larger C smooths more but widens D (the residuals differ relatively more), and on random
 2-D and 4-D models the least bound came from a small C (μ = 30 or 10). In decision mode (a calibration's search)
 only the first candidate is tried. Only the bound's tightness depends on the choice.
@@ -47,7 +47,7 @@ only the first candidate is tried. Only the bound's tightness depends on the cho
 Where it stands. The coupling bound of :mod:`.laplace` bounds a Laplace shift by D through randomised response
 (Kairouz et al.) and ignores the query's own spread; this bound computes the shifted product exactly and keeps a
 Gaussian factor, but pays for the box corners (all coordinates at their level at once) and the union bound. It is
-used where it is the smaller (full-rank B: :func:`improve`, called by
+used where it is the smaller (full-rank B, at least MIN_DIM = 4 dimensions: :func:`improve`, called by
 :func:`distpriv.accounting.release._composition_bound`); pure-ε claims are unaffected (δ only).
 """
 
@@ -78,12 +78,20 @@ KAPPA = 1e-2
 KAPPA_EPS = 0.03
 #: Barrier weights μ of the log-det candidates of C, in the order tried (on random 2-D and 4-D models at (1, 1e-3),
 #: (0.1, 1e-4), (1, 1e-6) the least bound came from μ = 30 or 10: a small common factor; larger ones widen D).
-BARRIER_MUS: tuple[float, ...] = (30.0, 10.0, 100.0)
+BARRIER_MUS: tuple[float, ...] = (30.0, 10.0)
 #: Candidates of C tried in decision mode (a calibration's search): the first only (the others moved the bound by a
 #: few % on the benchmark's models, at 4× the cost); without a target every candidate is tried.
 DECISION_CANDIDATES = 1
-#: Fractions f of the largest multiple λ·I of the identity under both covariances tried as C = f·λ·I.
-FRACTIONS: tuple[float, ...] = (0.25,)
+#: Fractions f of the largest multiple λ·I of the identity under both covariances tried as C = f·λ·I (none by default:
+#: λ/4 and μ = 100 were within a few % of μ = 30 on the benchmark's models, never much below it).
+FRACTIONS: tuple[float, ...] = ()
+#: Least dimension where :func:`improve` computes the bound. In 2-D and 3-D the certified grids of :mod:`.laplace_nd`
+#: and :mod:`.laplace_3d` are far tighter (the 2-D grid's ExpM (L) scale is a median 0.64× this bound's) and this bound
+#: moved the coupling bound's scale by a median 0.98× (2-D) and 0.96× (3-D) at (1, 1e-3), and by nothing at
+#: (0.1, 1e-4) and (1, 1e-6), for 7–18× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else exists.
+MIN_DIM = 4
+#: Decision mode: the bound is not computed where the coupling bound exceeds DECISION_REACH × the target.
+DECISION_REACH = 20.0
 #: Bounds remembered (a few floats each).
 MEMO_SIZE = 4096
 
@@ -124,9 +132,17 @@ def improve(upper: float, mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, co
             scales: ArrayLike, epsilon: float, *, target: float | None = None,
             early_stop: float = 0.5) -> tuple[float, bool]:
     """(min(``upper``, common-factor bound), whether the common-factor bound is the smaller): the hook of the coupling
-    bound (:func:`distpriv.accounting.release._composition_bound`). Skipped (``upper`` kept) where ``upper`` is 0, or
-    in decision mode where ``upper`` <= ``early_stop`` · ``target`` already decides the target with room to spare."""
-    if upper <= 0.0 or (target is not None and upper <= early_stop * target):
+    bound (:func:`distpriv.accounting.release._composition_bound`).
+
+    Skipped (``upper`` kept) below MIN_DIM dimensions, where ``upper`` is 0, and in decision mode where ``upper``
+    <= ``early_stop`` · ``target`` already decides the target with room to spare or ``upper`` > DECISION_REACH ·
+    ``target`` (the common-factor bound is not expected to prove the target there: at the scales it certified on the
+    benchmark's models the coupling bound was at most 4× the target).
+    """
+    b = np.atleast_2d(np.asarray(basis, dtype=float))
+    if b.shape[0] < MIN_DIM or upper <= 0.0:
+        return upper, False
+    if target is not None and (upper <= early_stop * target or upper > DECISION_REACH * target):
         return upper, False
     val = common_factor_delta(mu_a, cov_a, mu_b, cov_b, basis, scales, epsilon, target=target)
     return (val, True) if val < upper else (upper, False)
