@@ -92,7 +92,7 @@ def test_does_not_apply_to_a_rank_deficient_basis():
 def test_nested_sum_is_the_upper_riemann_sum_of_a_monotone_profile():
     # δ_K known at the corners (non-decreasing), tails T_j: ũ_0 + Σ T_{j−1}(ũ_j − ũ_{j−1}) + T_J(1 − ũ_J)
     us, ts = [0.1, 0.2, 0.15, 0.4], [0.5, 0.2, 0.05, 0.01]
-    u = [0.1, 0.15, 0.15, 0.4]  # made non-decreasing from above (the 0.2 is no tighter than the 0.15 after it)
+    u = [0.1, 0.2, 0.2, 0.4]  # made non-decreasing from below (the 0.15 after the 0.2 is raised to it)
     body = u[0] + ts[0] * (u[1] - u[0]) + ts[1] * (u[2] - u[1]) + ts[2] * (u[3] - u[2]) + ts[3] * (1 - u[3])
     assert lc.nested_sum(us, ts) == pytest.approx(min(body, min(t + x for t, x in zip(ts, us, strict=True))))
 

@@ -22,8 +22,8 @@ Lap(b_k) independent: the output law is the mixture over V_a of the product law 
    pair at s is a post-processing of the pair at t; applied to coordinate k alone it is a post-processing of the
    d-dimensional product too, so δ_K(ε; t) is non-decreasing in each |t_k|.
 3. *Nested boxes.* With boxes S_j = {|D_k| <= t_jk = |E D_k| + z_j sd(D_k)} (0 = z_0 < z_1 < ... < z_J), an upper
-   bound u_j >= δ_K(ε; t_j) at each corner (monotonicity: the corner bounds the box), ũ_j = min_{i >= j} u_i
-   (non-decreasing, still an upper bound at corner j) and T_j >= P(D ∉ S_j) (a union bound over coordinates with
+   bound u_j >= δ_K(ε; t_j) at each corner (monotonicity: the corner bounds the box), ũ_j = max_{i <= j} u_i
+   (non-decreasing, still an upper bound at corner j, and fixed once level j is computed) and T_j >= P(D ∉ S_j) (a union bound over coordinates with
    exact Gaussian tails),
 
        δ(ε) <= Σ_j P(D ∈ S_j \\ S_{j−1}) ũ_j + P(D ∉ S_J) <= ũ_0 + Σ_{j=1..J} T_{j−1}(ũ_j − ũ_{j−1}) + T_J(1 − ũ_J)
@@ -79,9 +79,6 @@ KAPPA_EPS = 0.03
 #: Barrier weights μ of the log-det candidates of C, in the order tried (on random 2-D and 4-D models at (1, 1e-3),
 #: (0.1, 1e-4), (1, 1e-6) the least bound came from μ = 30 or 10: a small common factor; larger ones widen D).
 BARRIER_MUS: tuple[float, ...] = (30.0, 10.0)
-#: Candidates of C tried in decision mode (a calibration's search): the first only (the others moved the bound by a
-#: few % on the benchmark's models, at 4× the cost); without a target every candidate is tried.
-DECISION_CANDIDATES = 1
 #: Fractions f of the largest multiple λ·I of the identity under both covariances tried as C = f·λ·I (none by default:
 #: λ/4 and μ = 100 were within a few % of μ = 30 on the benchmark's models, never much below it).
 FRACTIONS: tuple[float, ...] = ()
@@ -90,8 +87,6 @@ FRACTIONS: tuple[float, ...] = ()
 #: moved the coupling bound's scale by a median 0.98× (2-D) and 0.96× (3-D) at (1, 1e-3), and by nothing at
 #: (0.1, 1e-4) and (1, 1e-6), for 7–18× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else exists.
 MIN_DIM = 4
-#: Decision mode: the bound is not computed where the coupling bound exceeds DECISION_REACH × the target.
-DECISION_REACH = 20.0
 #: Bounds remembered (a few floats each).
 MEMO_SIZE = 4096
 
@@ -106,7 +101,7 @@ def common_factor_delta(mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, cov_
     """Certified upper bound on δ(ε) of F_a + BL against F_b + BL (module notes), 1.0 where it does not apply.
 
     Symmetric in the order of the pair. ``target`` (decision mode): the candidates of C stop at the first whose
-    bound is at most half the target (any candidate's bound is certified). Memoised on the exact bits of the
+    bound proves the target (any candidate's bound is certified), and each stops early (:func:`box_bound`). Memoised on the exact bits of the
     inputs in the basis coordinates (m_a − m_b, S_a, S_b, b, ε, target).
     """
     b = np.atleast_2d(np.asarray(basis, dtype=float))
@@ -135,14 +130,14 @@ def improve(upper: float, mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, co
     bound (:func:`distpriv.accounting.release._composition_bound`).
 
     Skipped (``upper`` kept) below MIN_DIM dimensions, where ``upper`` is 0, and in decision mode where ``upper``
-    <= ``early_stop`` · ``target`` already decides the target with room to spare or ``upper`` > DECISION_REACH ·
-    ``target`` (the common-factor bound is not expected to prove the target there: at the scales it certified on the
-    benchmark's models the coupling bound was at most 4× the target).
+    <= ``early_stop`` · ``target`` already decides the target with room to spare. Decision mode proves the target
+    whenever the full computation's value is at most it (:func:`box_bound`), so a claim made without a target is
+    confirmed by a recheck with it.
     """
     b = np.atleast_2d(np.asarray(basis, dtype=float))
     if b.shape[0] < MIN_DIM or upper <= 0.0:
         return upper, False
-    if target is not None and (upper <= early_stop * target or upper > DECISION_REACH * target):
+    if target is not None and upper <= early_stop * target:
         return upper, False
     val = common_factor_delta(mu_a, cov_a, mu_b, cov_b, basis, scales, epsilon, target=target)
     return (val, True) if val < upper else (upper, False)
@@ -155,9 +150,10 @@ def _bound(dm_b: bytes, sa_b: bytes, sb_b: bytes, sc_b: bytes, d: int, epsilon: 
     sa, sb = np.frombuffer(sa_b).reshape(d, d), np.frombuffer(sb_b).reshape(d, d)
     sc = np.frombuffer(sc_b)
     best = 1.0
-    cands = candidates(sa, sb)
-    for c in cands if target < 0 else cands[:DECISION_CANDIDATES]:
+    for c in candidates(sa, sb):
         best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target))
+        if 0 <= target and best <= target:  # decided: the candidates left could only lower a value already proven
+            break
     return best
 
 
@@ -309,7 +305,7 @@ def combined(us: list[float], ts: list[float], mean: NDArray[np.float64], cov: N
     (:func:`l1_tail`). Both are non-increasing in v, so the left-point Riemann sum on a grid holding every ũ_j is an
     upper bound. Without the boxes (A = 1) this is the coupling bound's argument applied to D; without B, the
     nested-box sum of :func:`nested_sum`."""
-    u = np.minimum(np.minimum.accumulate(np.asarray(us, dtype=float)[::-1])[::-1], 1.0)
+    u = np.minimum(np.maximum.accumulate(np.asarray(us, dtype=float)), 1.0)
     t = np.asarray(ts, dtype=float)
     grid = np.unique(np.concatenate([V_GRID, u[u < 1.0]]))
     j = np.searchsorted(u, grid, side="right")
@@ -352,9 +348,11 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
     bound of D (:func:`combined`).
 
     The levels stop at the first J where the part of the integral above ũ_J (which further levels could lower) is at
-    most STOP_FRACTION of the whole (or of ``target``): any J gives a certified bound. Decision mode (``target``):
-    once the part below ũ_J exceeds the target the bound cannot prove it and 1 (trivially valid) is returned without
-    the remaining levels.
+    most STOP_FRACTION of the whole: any J gives a certified bound. Decision mode (``target``): the levels also stop
+    once the value proves the target; and once the part below ũ_J exceeds the target, 1 (trivially valid) is returned
+    without the remaining levels: that part is final (ũ_j depends on the levels up to j only), so the full
+    computation's value exceeds the target too. Otherwise the levels are those of the full computation, so decision
+    mode proves the target whenever the full value is at most it.
     """
     mean, cov = shift_law(dm, sa, sb, c)
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
@@ -368,16 +366,16 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
         ts.append(box_tail(base + z * sd, mean, sd))
         us.append(shifted_product_delta(base + z * sd, c, scales, epsilon))
         val, rest = combined(us, ts, mean, cov, scales, epsilon)
-        if target is not None and val - rest > target:
-            return 1.0
-        if rest <= STOP_FRACTION * max(val, 0.0 if target is None else target) or ts[-1] <= 1e-300:
+        if target is not None and (val <= target or val - rest > target):
+            return val if val <= target else 1.0
+        if rest <= STOP_FRACTION * val or ts[-1] <= 1e-300:
             break
     return val
 
 
 def _parts(us: list[float], ts: list[float]) -> tuple[float, float]:
-    """(ũ_0 + Σ_{j>=1} T_{j−1}(ũ_j − ũ_{j−1}), T_J(1 − ũ_J)) with ũ_j = min(1, min_{i>=j} u_i) (module notes, 3.)."""
-    u = np.minimum(np.minimum.accumulate(np.asarray(us, dtype=float)[::-1])[::-1], 1.0)
+    """(ũ_0 + Σ_{j>=1} T_{j−1}(ũ_j − ũ_{j−1}), T_J(1 − ũ_J)) with ũ_j = min(1, max_{i<=j} u_i) (module notes, 3.)."""
+    u = np.minimum(np.maximum.accumulate(np.asarray(us, dtype=float)), 1.0)
     t = np.asarray(ts, dtype=float)
     return float(u[0]) + float(t[:-1] @ np.diff(u)), float(t[-1]) * (1.0 - float(u[-1]))
 
