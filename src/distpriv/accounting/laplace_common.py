@@ -87,10 +87,15 @@ FRACTIONS: tuple[float, ...] = ()
 #: moved the coupling bound's scale by a median 0.98× (2-D) and 0.96× (3-D) at (1, 1e-3), and by nothing at
 #: (0.1, 1e-4) and (1, 1e-6), for 7–18× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else exists.
 MIN_DIM = 4
-#: Decision mode stops (levels, candidates of C) once the bound is at most DECIDED × the target: not at the target
+#: Decision mode stops a candidate's levels once its bound is at most DECIDED × the target (the candidates of C stop
+#: at the first that proves the target): not at the target
 #: itself, since a calibration's search reads the value as its guide and stops within 5 % of the target (a value
 #: left loose near the target stops it at more noise: 0.968× instead of 0.953× the coupling scale in 4-D).
 DECIDED = 0.5
+#: Decision mode abandons a candidate (returning the trivially valid 1) once the final part of its bound exceeds
+#: ABANDON × the target; nearer the target it is computed in full, since the calibration's search interpolates on the
+#: value (a 1 there, read as the coupling bound's value, made it creep: 18 steps instead of ~8 in 5-D).
+ABANDON = 3.0
 #: Bounds remembered (a few floats each).
 MEMO_SIZE = 4096
 
@@ -105,7 +110,7 @@ def common_factor_delta(mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, cov_
     """Certified upper bound on δ(ε) of F_a + BL against F_b + BL (module notes), 1.0 where it does not apply.
 
     Symmetric in the order of the pair. ``target`` (decision mode): the candidates of C stop at the first whose
-    bound is at most DECIDED · target (any candidate's bound is certified), and each stops early (:func:`box_bound`). Memoised on the exact bits of the
+    bound proves the target (any candidate's bound is certified), and each stops early (:func:`box_bound`). Memoised on the exact bits of the
     inputs in the basis coordinates (m_a − m_b, S_a, S_b, b, ε, target).
     """
     b = np.atleast_2d(np.asarray(basis, dtype=float))
@@ -156,7 +161,7 @@ def _bound(dm_b: bytes, sa_b: bytes, sb_b: bytes, sc_b: bytes, d: int, epsilon: 
     best = 1.0
     for c in candidates(sa, sb):
         best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target))
-        if 0 <= target and best <= DECIDED * target:  # decided with room: the candidates left could only lower it
+        if 0 <= target and best <= target:  # decided (this candidate's levels ran as without a target, or to DECIDED)
             break
     return best
 
@@ -353,8 +358,8 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
 
     The levels stop at the first J where the part of the integral above ũ_J (which further levels could lower) is at
     most STOP_FRACTION of the whole: any J gives a certified bound. Decision mode (``target``): the levels also stop
-    once the value is at most DECIDED · target; and once the part below ũ_J exceeds the target, 1 (trivially valid) is returned
-    without the remaining levels: that part is final (ũ_j depends on the levels up to j only), so the full
+    once the value is at most DECIDED · target; and once the part below ũ_J exceeds ABANDON · target, 1 (trivially
+    valid) is returned without the remaining levels: that part is final (ũ_j depends on the levels up to j only), so the full
     computation's value exceeds the target too. Otherwise the levels are those of the full computation, so decision
     mode proves the target whenever the full value is at most it.
     """
@@ -370,7 +375,7 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
         ts.append(box_tail(base + z * sd, mean, sd))
         us.append(shifted_product_delta(base + z * sd, c, scales, epsilon))
         val, rest = combined(us, ts, mean, cov, scales, epsilon)
-        if target is not None and (val <= DECIDED * target or val - rest > target):
+        if target is not None and (val <= DECIDED * target or val - rest > ABANDON * target):
             return val if val <= target else 1.0
         if rest <= STOP_FRACTION * val or ts[-1] <= 1e-300:
             break
