@@ -23,8 +23,8 @@ Lap(b_k) independent: the output law is the mixture over V_a of the product law 
    d-dimensional product too, so δ_K(ε; t) is non-decreasing in each |t_k|.
 3. *Nested boxes.* With boxes S_j = {|D_k| <= t_jk = |E D_k| + z_j sd(D_k)} (0 = z_0 < z_1 < ... < z_J), an upper
    bound u_j >= δ_K(ε; t_j) at each corner (monotonicity: the corner bounds the box), ũ_j = max_{i <= j} u_i
-   (non-decreasing, still an upper bound at corner j, and fixed once level j is computed) and T_j >= P(D ∉ S_j) (a union bound over coordinates with
-   exact Gaussian tails),
+   (non-decreasing, still an upper bound at corner j, and fixed once level j is computed) and T_j >= P(D ∉ S_j)
+   (a union bound over coordinates with exact Gaussian tails),
 
        δ(ε) <= Σ_j P(D ∈ S_j \\ S_{j−1}) ũ_j + P(D ∉ S_J) <= ũ_0 + Σ_{j=1..J} T_{j−1}(ũ_j − ũ_{j−1}) + T_J(1 − ũ_J)
 
@@ -32,6 +32,12 @@ Lap(b_k) independent: the output law is the mixture over V_a of the product law 
    PLD (:func:`distpriv.accounting.pld.bracket_at`) over the exact 1-D Gauss ⊛ Laplace cells of
    :class:`distpriv.accounting.laplace.GaussLaplaceCoord` ("N(0, c_k) ⊛ Lap(b_k) against N(t_k, c_k) ⊛ Lap(b_k)"),
    the same machinery as the product profiles (noise basis diagonalising both covariances).
+4. *Combined with the Laplace-shift bound.* The loss of K against K_t is at most Σ_k |t_k|/b_k (each 1-D
+   Gauss ⊛ Laplace log-density is 1/b_k-Lipschitz), so δ_K(ε; D) <= g(M), M = Σ_k |D_k|/b_k, g the randomised-
+   response bound of the coupling bound (:func:`shift_level`). With U(D) the box step of 3. (ũ_j on the ring
+   S_j \\ S_{j−1}, 1 outside S_J), E[δ_K] <= E[min(U, g(M))] <= ∫₀¹ min(A(v), B(v)) dv, A(v) >= P(U > v) the box
+   tails and B(v) >= P(g(M) > v) union and Gaussian-concentration bounds on the tail of M (:func:`combined`):
+   never above the sum of 3., and, with the boxes left out, the coupling bound's own argument applied to D.
 
 When Σ_a = Σ_b the residuals are coupled identically (K_D = 0) and the bound is δ_K at the mean shift, exact when
 S = C; when B diagonalises both covariances, C = the smaller diagonal leaves one residual 0.
@@ -39,14 +45,16 @@ S = C; when B diagonalises both covariances, C = the smaller diagonal leaves one
 Choice of C. Any feasible C gives a certified bound, so several candidates are tried and the least bound kept (a
 minimum of certified upper bounds is one): the maximisers of the log-barrier problem
 max Σ log c_k + μ(log det(S_a − C) + log det(S_b − C)) for a few μ (Newton steps from C = λI/2, λ the least
-eigenvalue of S_a and S_b; large μ gives a small, balanced C) and C = f·λI for f in FRACTIONS; C = 0 (the exact product of Laplace
-shifts) when λ = 0; and the largest diagonal min(diag S_a, diag S_b) where it is feasible (B diagonalises both). A larger C smooths more but widens D (the residuals differ relatively more), and on random
+eigenvalue of S_a and S_b; large μ gives a small, balanced C), C = f·λI for f in FRACTIONS, C = 0 (the exact
+product of Laplace shifts) when λ = 0, and the largest diagonal min(diag S_a, diag S_b) where it is feasible (B
+diagonalises both). A larger C smooths more but widens D (the residuals differ relatively more), and on random
 2-D and 4-D models the least bound came from a small C (μ = 30 or 10). In decision mode (a calibration's search)
-only the first candidate is tried. Only the bound's tightness depends on the choice.
+the candidates stop at the first that proves the target. Only the bound's tightness depends on the choice.
 
 Where it stands. The coupling bound of :mod:`.laplace` bounds a Laplace shift by D through randomised response
 (Kairouz et al.) and ignores the query's own spread; this bound computes the shifted product exactly and keeps a
-Gaussian factor, but pays for the box corners (all coordinates at their level at once) and the union bound. It is
+Gaussian factor, but pays for the box corners (all coordinates at their level at once) and the union bound (on a
+2-D model the Monte Carlo mean of δ_K(ε; D) was 7× below the bound). It is
 used where it is the smaller (full-rank B, at least MIN_DIM = 4 dimensions: :func:`improve`, called by
 :func:`distpriv.accounting.release._composition_bound`); pure-ε claims are unaffected (δ only).
 """
@@ -68,9 +76,10 @@ METHOD = ("common Gaussian factor: δ <= E[δ of the product N(0, c_k) ⊛ Lap(b
           "of the residual query laws (joint convexity; certified product PLD at nested box corners)")
 #: Box levels z_j (in standard deviations of D beyond |E D|) of the nested-box bound.
 LEVELS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0, 8.0, 9.5)
-#: The nested-box sum stops at the first level whose remaining tail term T_J is at most STOP_FRACTION of the sum so far.
+#: The levels stop at the first J where the part of the bound above ũ_J is at most STOP_FRACTION of the bound.
 STOP_FRACTION = 0.02
-#: Relative grid width of the product PLD (h = REL_H · spread / d, the first grid of :func:`pld.pld_bracket`).
+#: Relative grid width of the product PLD: h = REL_H · ||t/b||₂ / d (the loss's reach; cf. the first grid of
+#: :func:`pld.pld_bracket`, which reads the loss's spread).
 REL_H = 3e-3
 #: Cell resolution κ of each 1-D Gauss ⊛ Laplace coordinate: min(KAPPA, KAPPA_EPS · ε) (the loss is resolved to a
 #: fraction of ε: at ε = 0.1 the upper end with κ = 1e-2 was 1.8× the one with κ = 3e-3 on a 4-D benchmark model).
@@ -83,14 +92,15 @@ BARRIER_MUS: tuple[float, ...] = (30.0, 10.0)
 #: λ/4 and μ = 100 were within a few % of μ = 30 on the benchmark's models, never much below it).
 FRACTIONS: tuple[float, ...] = ()
 #: Least dimension where :func:`improve` computes the bound. In 2-D and 3-D the certified grids of :mod:`.laplace_nd`
-#: and :mod:`.laplace_3d` are far tighter (the 2-D grid's ExpM (L) scale is a median 0.64× this bound's) and this bound
-#: moved the coupling bound's scale by a median 0.98× (2-D) and 0.96× (3-D) at (1, 1e-3), and by nothing at
-#: (0.1, 1e-4) and (1, 1e-6), for 7–18× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else exists.
+#: and :mod:`.laplace_3d` are far tighter (the 2-D grid's ExpM (L) scale is a median 0.62–0.69× this bound's), and
+#: this bound moved the coupling bound's scale by a median 0.98× (2-D) and 0.96× (3-D) at (1, 1e-3) and by nothing
+#: at (0.1, 1e-4) and (1, 1e-6), for 5–25× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else
+#: exists.
 MIN_DIM = 4
 #: Decision mode stops a candidate's levels once its bound is at most DECIDED × the target (the candidates of C stop
-#: at the first that proves the target): not at the target
-#: itself, since a calibration's search reads the value as its guide and stops within 5 % of the target (a value
-#: left loose near the target stops it at more noise: 0.968× instead of 0.953× the coupling scale in 4-D).
+#: at the first that proves the target): not at the target itself, since a calibration's search reads the value as
+#: its guide and stops within 5 % of the target (a value left loose near the target stops it at more noise: 0.968×
+#: instead of 0.953× the coupling scale in 4-D).
 DECIDED = 0.5
 #: Decision mode abandons a candidate (returning the trivially valid 1) once the final part of its bound exceeds
 #: ABANDON × the target; nearer the target it is computed in full, since the calibration's search interpolates on the
