@@ -34,6 +34,7 @@ from ..noise import NoiseLaw
 from . import gaussian as gauss
 from . import laplace as lap
 from . import laplace_3d as l3d
+from . import laplace_common as lc
 from . import laplace_nd as nd
 from . import pld
 from .profile import (
@@ -245,7 +246,12 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
         red = gauss.reduce_pair(comp.T @ model.mean(p), comp.T @ model.covariance(p) @ comp,
                                 comp.T @ model.mean(q), comp.T @ model.covariance(q) @ comp)
     if red is None or red.status == "identical":
-        return lap.coupling_delta_bound(mean, cov, noise.scales, epsilon), 0.0, COUPLING
+        upper = lap.coupling_delta_bound(mean, cov, noise.scales, epsilon)
+        if red is None:  # full-rank noise basis: the common-Gaussian-factor bound where smaller (issue 25)
+            upper, common = lc.improve(upper, model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
+                                       noise.basis, noise.scales, epsilon, target=target, early_stop=EARLY_STOP)
+            return upper, 0.0, lc.METHOD if common else COUPLING
+        return upper, 0.0, COUPLING
     if red.status == "disjoint":
         return 1.0, epsilon, COUPLING + " (the un-noised directions have disjoint supports)"
     # the bound at split ε₁, δ_⊥(ε₁) + coupling bound at ε − ε₁, per split evaluated (each computed once, in the

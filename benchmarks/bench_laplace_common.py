@@ -1,0 +1,97 @@
+"""Benchmark: ExpM (L) scale with the common-Gaussian-factor bound against the coupling bound alone (issue 25, lapnd31).
+
+ExpM (L) adds Lap(b) noise on the standard basis, which does not diagonalise unequal covariances; with
+``tight=False`` (the release path's setting, and every dimension without a certified grid) its δ is proven by the
+coupling bound of :mod:`distpriv.accounting.laplace`, and now by the smaller of that bound and the common-factor bound
+of :mod:`distpriv.accounting.laplace_common`. On random d-dimensional models (the family of
+benchmarks/bench_laplace_tight.py and bench_laplace_3d.py: Σ₀ = AAᵀ/2 + 0.5 I, Σ₁ = Σ₀ + 0.4 CCᵀ/2, means
+10 + N(0, I)) it prints, per model and setting (ε, δ):
+
+* ``coupling``: the calibrated scale with the coupling bound alone (the hook of ``release._composition_bound``
+  switched off, as on main before this change), and its CPU seconds;
+* ``common``: the calibrated scale with the new bound (``dp.calibrate(..., tight=False)``; in 2-D and 3-D with
+  ``laplace_common.MIN_DIM`` lowered to 1, since the library computes the bound from 4-D on), and its CPU seconds;
+* in 2-D ``tight``: the scale of the certified 2-D grid (``tight=True``), for reference;
+
+and one summary line per (d, setting): median and max of common/coupling (and common/tight in 2-D), and the median
+CPU ratio. The coupling run goes first; the new run then finds the coupling bound's memo warm (that part is ~0.2 s).
+CPU seconds are process time of this process (BLAS threads count: run with ``OMP_NUM_THREADS=1``); the machine may
+be shared, so compare the columns of one run.
+
+Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_laplace_common.py [--models N] [--dims 2 3 4 5]
+[--settings 1,1e-3 0.1,1e-4 1,1e-6]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+import distpriv as dp
+from distpriv.accounting import laplace_common as lc
+
+SETTINGS = ("1,1e-3", "0.1,1e-4", "1,1e-6")
+
+
+def unequal_model(seed: int, d: int) -> dp.GaussianModel:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(d, d))
+    cov = a @ a.T / 2 + 0.5 * np.eye(d)
+    c = rng.normal(size=(d, d))
+    return dp.GaussianModel(means={0: 10 + rng.normal(size=d), 1: 10 + rng.normal(size=d)},
+                            covariances={0: cov, 1: cov + 0.4 * c @ c.T / 2})
+
+
+def calibrate(model: dp.GaussianModel, eps: float, delta: float, *, tight: bool, hook: bool) -> tuple[float, float]:
+    """(largest Laplace scale, CPU seconds) of ExpM (L) at (ε, δ); ``hook=False``: the coupling bound alone."""
+    orig, dim = lc.improve, lc.MIN_DIM
+    if not hook:
+        lc.improve = lambda upper, *a, **k: (upper, False)  # type: ignore[assignment]
+    lc.MIN_DIM = 1  # measure the bound in 2-D and 3-D too (the library computes it from 4-D on)
+    try:
+        t0 = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mech: Any = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=eps, delta=delta, tight=tight)
+        return float(np.max(mech.noise.scales)), time.process_time() - t0
+    finally:
+        lc.improve, lc.MIN_DIM = orig, dim  # type: ignore[assignment]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", type=int, default=4)
+    ap.add_argument("--dims", type=int, nargs="+", default=[2, 3, 4, 5])
+    ap.add_argument("--settings", nargs="+", default=list(SETTINGS))
+    args = ap.parse_args()
+    for d in args.dims:
+        for setting in args.settings:
+            eps, delta = (float(x) for x in setting.split(","))
+            ratios, cpu, vs_tight = [], [], []
+            for seed in range(args.models):
+                model = unequal_model(seed, d)
+                old, t_old = calibrate(model, eps, delta, tight=False, hook=False)
+                new, t_new = calibrate(model, eps, delta, tight=False, hook=True)
+                line = (f"d={d} ε={eps:g} δ={delta:g} seed={seed}: coupling {old:.4g} ({t_old:.2f} s)  "
+                        f"common {new:.4g} ({t_new:.2f} s)  ratio {new / old:.3f}")
+                ratios.append(new / old)
+                cpu.append(t_new / max(t_old, 1e-9))
+                if d == 2:
+                    tight, t_tight = calibrate(model, eps, delta, tight=True, hook=True)
+                    vs_tight.append(new / tight)
+                    line += f"  tight {tight:.4g} ({t_tight:.2f} s)  common/tight {new / tight:.3f}"
+                print(line, flush=True)
+            summary = (f"SUMMARY d={d} ε={eps:g} δ={delta:g}: common/coupling median {np.median(ratios):.3f} "
+                       f"max {max(ratios):.3f} min {min(ratios):.3f}; CPU ratio median {np.median(cpu):.1f}×")
+            if vs_tight:
+                summary += f"; common/tight median {np.median(vs_tight):.3f} max {max(vs_tight):.3f}"
+            print(summary, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
