@@ -159,7 +159,7 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
         return Profile(epsilon, br.upper, br.lower, PLD + " over Gaussian ⊛ Laplace coordinates", pair,
                        {"grid_width": br.h, "cells": br.cells})
     assert st.shift is not None and noise.scales is not None and noise.basis is not None
-    upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon, target=target)
+    upper, split, method = _composition_bound(model, pair[0], pair[1], noise, epsilon, target=target, tight=tight)
     # a lower end from 1-D marginals (post-processing); skipped in decision mode unless it can decide
     lower = 0.0 if (target is not None and upper <= target) else _marginal_lower(model, a, b, noise, epsilon, reverse)
     if tight:  # issue 25: certified 2-D grid (a per-call choice, see grid_applies)
@@ -199,6 +199,16 @@ def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: 
     return False
 
 
+def coupling_accounted(model: GaussianModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw) -> bool:
+    """True iff some pair of Ψ is accounted by the Gaussian-coupling bound (its covariances differ and are not
+    diagonal in the noise basis), whatever the scale: where ``tight`` can switch a bound on (:func:`grid_applies`
+    in 2-D and 3-D, the common-Gaussian-factor bound of :mod:`.laplace_common` from 4-D on)."""
+    law = noise.accountable()
+    if law.gaussian_family or law.basis is None or law.scales is None:
+        return False
+    return any(_laplace_structure(model, a, b, law, translation=False).kind == "coupling" for a, b in _pairs(pairs))
+
+
 def _tight_grid(grid: ModuleType, model: GaussianModel, pair: tuple[Hashable, Hashable], noise: NoiseLaw, epsilon: float,
                 target: float | None, upper: float, lower: float) -> tuple[float, float, float] | None:
     """Certified Gauss ⊛ Laplace bracket of ``grid`` (:mod:`.laplace_nd` in 2-D, :mod:`.laplace_3d` in 3-D) where
@@ -223,7 +233,7 @@ EARLY_STOP = 0.5
 
 
 def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: NoiseLaw, epsilon: float, *,
-                       target: float | None = None) -> tuple[float, float, str]:
+                       target: float | None = None, tight: bool = False) -> tuple[float, float, str]:
     """δ_{P‖Q}(ε) <= min over ε₁ of δ_⊥(ε₁) + E[g_{ε − ε₁}(BᵀD)] (loss-splitting chain rule + coupling).
 
     L = L_⊥ + L_{B|⊥} and (1 − e^{ε₁+ε₂−L})_+ <= (1 − e^{ε₁−L_⊥})_+ + (1 − e^{ε₂−L_{B|⊥}})_+ (for
@@ -236,6 +246,10 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     split whose bound is <= EARLY_STOP · target (the decision is the same; the value returned is then not
     the least). Not at the target itself: a calibration's search reads the value as its guide and stops
     once it is within 5 % of the target, so a loose value near the target would stop it at more noise.
+
+    ``tight`` (issue 25): with a full-rank noise basis the common-Gaussian-factor bound of :mod:`.laplace_common`
+    (from 4-D on) is taken where smaller; it costs 7–16× the coupling bound's CPU for a 1–10 % smaller scale, so it
+    is a per-call choice like the 2-D/3-D grids.
     """
     assert noise.basis is not None and noise.scales is not None
     scales = noise.scales
@@ -247,7 +261,7 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
                                 comp.T @ model.mean(q), comp.T @ model.covariance(q) @ comp)
     if red is None or red.status == "identical":
         upper = lap.coupling_delta_bound(mean, cov, noise.scales, epsilon)
-        if red is None:  # full-rank noise basis: the common-Gaussian-factor bound where smaller (issue 25)
+        if red is None and tight:  # full-rank noise basis: the common-Gaussian-factor bound where smaller (issue 25)
             upper, common = lc.improve(upper, model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
                                        noise.basis, noise.scales, epsilon, target=target, early_stop=EARLY_STOP)
             return upper, 0.0, lc.METHOD if common else COUPLING

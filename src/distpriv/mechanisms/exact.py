@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from ..accounting import laplace_common as lc
 from ..accounting.laplace import complete_basis
 from ..accounting.profile import Profile
-from ..accounting.release import grid_applies, proven_delta, pure_epsilon
+from ..accounting.release import coupling_accounted, grid_applies, proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, proven_claim, topup_gaussian, topup_laplace, topup_pure
 from ..calibration import _external_stacklevel as external_stacklevel
 from ..errors import AssumptionError, AssumptionWarning
@@ -251,13 +252,28 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
     """The note stating the resolved ``tight`` option where it changes the accounting (a pair of Ψ is accounted by
     the Gaussian-coupling bound and a certified grid covers it, :func:`~distpriv.accounting.release.grid_applies`)."""
     if not grid_applies(g, inp.pairs, noise):
-        return []
+        return _common_note(g, inp, noise, tight)
     if tight:
-        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
+        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g, inp.delta) else ""
         return [f"tight=True{auto}: δ certified on a Gauss ⊛ Laplace grid (tight=False: the faster Gaussian-coupling "
                 "bound, with a larger δ or more noise)"]
     return ["tight=False: δ from the Gaussian-coupling bound (tight=True certifies it on a Gauss ⊛ Laplace grid: a "
             "smaller δ or less noise, at more CPU)"]
+
+
+def _common_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> list[str]:
+    """The note stating the resolved ``tight`` option from 4-D on, where it switches the common-Gaussian-factor bound
+    (:mod:`distpriv.accounting.laplace_common`) on or off: a full-rank noise basis and a pair accounted by the
+    Gaussian-coupling bound."""
+    law = noise.accountable()
+    if g.dim < lc.MIN_DIM or not lc.applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
+        return []
+    if tight:
+        auto = " (the default without a δ target)" if tight_by_default(g, inp.delta) else ""
+        return [f"tight=True{auto}: δ also bounded by the common-Gaussian-factor bound (tight=False: the "
+                "Gaussian-coupling bound alone, faster, with a larger δ or more noise)"]
+    return ["tight=False: δ from the Gaussian-coupling bound (tight=True also uses the common-Gaussian-factor bound: "
+            "a smaller δ or less noise, at 7–16× the CPU)"]
 
 
 def _set_laplace(mech: Mechanism, noise: NoiseLaw) -> None:
