@@ -275,6 +275,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "teardown":
         cpu = sum(v for k, v in report.user_properties if k == "cpu_seconds")
         _TEST_CPU[_plain_nodeid(report.nodeid)] = cpu
+        if "slow" in report.keywords:
+            _SLOW_RUN.add(_plain_nodeid(report.nodeid))
 
 
 def _plain_nodeid(nodeid: str) -> str:
@@ -285,6 +287,10 @@ def _plain_nodeid(nodeid: str) -> str:
 
 
 _TEST_CPU: dict[str, float] = {}
+#: The tests of this run marked `slow`: tests/cpu_seconds.json keeps them whatever their time, since a `slow` test
+#: missing from it is assumed to take DEFAULT_CPU_SECONDS[True] (8 s; ~200 sub-second `slow` tests of
+#: tests/accounting/test_independent_profile.py were scheduled as 8 s each).
+_SLOW_RUN: set[str] = set()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # noqa: ANN001
@@ -476,7 +482,8 @@ def _longest_first(config: pytest.Config, items: list[pytest.Item]) -> list[pyte
 
 def _store_cpu_seconds(config: pytest.Config) -> None:
     """Keep this run's per-test CPU seconds in the pytest cache (the next run's order of work, _longest_first) and,
-    with ``--write-cpu-seconds``, in tests/cpu_seconds.json (tests above 0.5 s, for fresh clones)."""
+    with ``--write-cpu-seconds``, in tests/cpu_seconds.json (tests above 0.5 s and every `slow` test, for fresh
+    clones)."""
     import json
 
     if not _TEST_CPU:
@@ -485,7 +492,7 @@ def _store_cpu_seconds(config: pytest.Config) -> None:
     if cache is not None:
         cache.set("distpriv/cpu_seconds", {**cache.get("distpriv/cpu_seconds", {}), **_TEST_CPU})
     if config.getoption("--write-cpu-seconds"):
-        table = {k: round(v, 1) for k, v in sorted(_TEST_CPU.items()) if v >= 0.5}
+        table = {k: round(v, 1) for k, v in sorted(_TEST_CPU.items()) if v >= 0.5 or k in _SLOW_RUN}
         CPU_SECONDS_FILE.write_text(json.dumps(table, indent=0) + "\n", encoding="utf-8")
 
 

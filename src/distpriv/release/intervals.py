@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
+from .sampler import mp_context
 
 #: Default (1 − α) of ``--interval-level``.
 DEFAULT_LEVEL = 0.95
@@ -125,9 +126,7 @@ def _normal_laplace_cdf(ctx: Any, x: Any, s: float, c: float) -> Any:
 def _precision(scales: Sequence[float]) -> int:
     if len(scales) <= 1:
         return 96
-    import mpmath  # lazy (issue 26): the closed-form quantiles need none
-
-    ctx = mpmath.MPContext()
+    ctx = mp_context()
     ctx.prec = 64
     total = sum(abs(w) for w in _weights(ctx, scales))
     return 96 + max(0, int(ctx.log(total, 2)) + 1)
@@ -146,9 +145,7 @@ def noise_cdf(x: float, gaussian: float, laplace: Sequence[float], *, prec: int 
 
 
 def _cdf(x: float, s: float, cs: Sequence[float], prec: int) -> Any:
-    import mpmath  # lazy (issue 26)
-
-    ctx = mpmath.MPContext()
+    ctx = mp_context()
     ctx.prec = prec
     xm = ctx.mpf(x)
     if not cs:
@@ -177,18 +174,14 @@ def _noise_quantile(p: float, gaussian: float, laplace: tuple[float, ...]) -> fl
     if not cs:
         if s <= 0:
             return 0.0
-        import mpmath  # lazy (issue 26): the closed forms below need none
-
-        ctx = mpmath.MPContext()
+        ctx = mp_context()
         ctx.prec = 96
         q = s * float(ctx.sqrt(2) * ctx.erfinv(2 * ctx.mpf(p) - 1))
         return q * (1 + 2.0**-45)
     if s == 0 and len(cs) == 1:
         return -cs[0] * math.log(2.0 * (1.0 - p)) * (1 + 2.0**-45)
     prec = _precision(cs)
-    import mpmath
-
-    ctx = mpmath.MPContext()
+    ctx = mp_context()
     ctx.prec = 64
     err = float(sum(abs(w) for w in _weights(ctx, cs))) * 2.0 ** (24 - prec)
     std = math.sqrt(s * s + 2 * sum(c * c for c in cs))
