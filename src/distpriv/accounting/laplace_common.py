@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -350,8 +351,13 @@ def shifted_product_delta(t: NDArray[np.float64], c: NDArray[np.float64], scales
     """Certified upper end of δ_K(ε; t): Π_k N(0, c_k) ⊛ Lap(b_k) against the same shifted by t (coordinates with
     t_k = 0 have zero loss and are left out)."""
     kappa = min(KAPPA, KAPPA_EPS * epsilon) if epsilon > 0 else KAPPA
-    coords = [lap.GaussLaplaceCoord(0.0, math.sqrt(float(ck)), float(tk), math.sqrt(float(ck)), float(bk), kappa=kappa)
-              for tk, ck, bk in zip(t, c, scales, strict=True) if tk > 0]
+    coords: list[pld.LossCoordinate]
+    if TAIL_CELLS:
+        coords = [ShiftCoord(math.sqrt(float(ck)), float(tk), float(bk), kappa)
+                  for tk, ck, bk in zip(t, c, scales, strict=True) if tk > 0]
+    else:
+        coords = [lap.GaussLaplaceCoord(0.0, math.sqrt(float(ck)), float(tk), math.sqrt(float(ck)), float(bk),
+                                        kappa=kappa) for tk, ck, bk in zip(t, c, scales, strict=True) if tk > 0]
     if not coords:
         return 0.0
     # the grid width from the loss's range (|ℓ_k| <= t_k/b_k, the Laplace factor's Lipschitz constant): the cells'
@@ -359,6 +365,96 @@ def shifted_product_delta(t: NDArray[np.float64], c: NDArray[np.float64], scales
     reach = math.sqrt(sum((float(tk) / float(bk)) ** 2 for tk, bk in zip(t, scales, strict=True)))
     h = max(reach * REL_H / len(coords), 1e-12 * max(1.0, abs(epsilon)))
     return float(pld.bracket_at(coords, 0.0, 0.0, epsilon, h, accept=1.0).upper)
+
+
+#: Whether the 1-D profiles of :func:`shifted_product_delta` end their window in two tail cells (:class:`ShiftCoord`,
+#: the default) or lay the full window of :meth:`distpriv.accounting.laplace.GaussLaplaceCoord.delta_cells` (the
+#: reference the faster cells are compared against: tests/accounting/test_laplace_common.py, the benchmark).
+TAIL_CELLS = True
+#: The window of :class:`ShiftCoord` grows until the loss at its ends is within TAIL_ETA · κ of its limits ±t/b.
+TAIL_ETA = 0.05
+
+
+def gl_tail_upper(r: float, s: float, b: float) -> float:
+    """P(G + L > r) <= Φ(−r/s) + ½ e^{−r/b + s²/2b²} for G ~ N(0, s²), L ~ Lap(b), r >= 0: P(L > r − G) =
+    ½e^{−(r − G)/b} where G < r and <= 1 elsewhere, and E e^{G/b} = e^{s²/2b²}."""
+    g = float(special.ndtr(-r / s)) if s > 0 else 0.0
+    return min(1.0, g + 0.5 * math.exp(-r / b + 0.5 * (s / b) ** 2))
+
+
+@dataclass
+class ShiftCoord:
+    """The 1-D pair of :func:`shifted_product_delta`: P = N(0, s²) ⊛ Lap(b) against Q = N(t, s²) ⊛ Lap(b), t > 0.
+
+    The cells of :class:`distpriv.accounting.laplace.GaussLaplaceCoord` (the same grid and per-cell brackets) on a
+    window [lo, hi] around the loss's transition, and two tail cells beyond it. The loss ℓ(y) = ln p(y) − ln p(y − t)
+    is non-increasing (p log-concave: (ln p)' is non-increasing) from t/b at −∞ to −t/b at +∞ (module notes, 2.), so
+    on (−∞, lo] it lies in [ℓ(lo), t/b] and on [hi, ∞) in [−t/b, ℓ(hi)]; their P-masses are at most
+    :func:`gl_tail_upper` (p symmetric). Certified for any window: it only sets the width of the tail cells' loss
+    brackets, and it grows (from s²/b + 10s + b each side) until the loss at its ends is within TAIL_ETA · κ of ±t/b
+    (finer than the κ resolution of the inner cells). The full window of ``delta_cells`` reaches
+    max(19s, 92b) beyond both means at the same resolution: ~180/κ cells where b >> s, against ~(t/b + 2)/κ here.
+    Only the upper end is certified (``lower`` is 0: a valid lower bound, unused by ``bracket_at(accept=1)``).
+    """
+
+    s: float
+    t: float
+    b: float
+    kappa: float
+    _c: dict[str, NDArray[np.float64]] | None = field(default=None, repr=False)
+
+    def _loss(self, y: float) -> float:
+        g = lap.gl_logpdf(np.array([y, y - self.t]), 0.0, self.s, self.b)
+        return float(g[0] - g[1])
+
+    def cells(self) -> dict[str, NDArray[np.float64]]:
+        """mass_hi, lmax, lmin of the inner cells and the two tail cells (memoised on the instance)."""
+        if self._c is not None:
+            return self._c
+        s, t, b, kappa = self.s, self.t, self.b, self.kappa
+        lim = t / b
+        eta = TAIL_ETA * kappa
+        off = s * s / b + 10.0 * s + b
+        for _ in range(60):
+            if lim - self._loss(-off) <= eta and self._loss(t + off) + lim <= eta:
+                break
+            off *= 1.5
+        lo, hi = -off, t + off
+        coord = lap.GaussLaplaceCoord(0.0, s, t, s, b, kappa=kappa)
+        w = coord._window(True)[2]
+        y, fp, fq = coord._grid(lo, hi, w, skip_negligible=True)
+        wv = np.diff(y)
+        _, mass_hi, lmin, lmax = lap._cell_bounds(wv, fp[:-1], fp[1:], fq[:-1], fq[1:], b, s, s)
+        ell_lo, ell_hi = float(fp[0] - fq[0]), float(fp[-1] - fq[-1])
+        slack = 1e-12 * (1.0 + lim)
+        tail_l = gl_tail_upper(-lo, s, b) * (1.0 + 1e-12)
+        tail_r = gl_tail_upper(hi, s, b) * (1.0 + 1e-12)
+        self._c = {"mass_hi": np.concatenate([[tail_l], mass_hi, [tail_r]]),
+                   "lmax": np.concatenate([[lim + slack], lmax, [ell_hi + slack]]),
+                   "lmin": np.concatenate([[ell_lo - slack], lmin, [-lim - slack]])}
+        return self._c
+
+    def loss_range(self, tail: float = pld.TAIL) -> tuple[float, float]:
+        c = self.cells()
+        return float(c["lmin"].min()), float(c["lmax"].max())
+
+    def spread(self) -> float:
+        c = self.cells()
+        mid, m = 0.5 * (c["lmin"] + c["lmax"]), c["mass_hi"]
+        mean = float(m @ mid) / float(m.sum())
+        return max(math.sqrt(max(float(m @ (mid - mean) ** 2) / float(m.sum()), 0.0)), 1e-12)
+
+    def discretise(self, h: float, k_lo: int, k_hi: int) -> pld.Discretised:
+        """The upper pmf (each cell's mass rounded up to the grid point at or above its loss's upper end; mass
+        above k_hi·h to +∞); the lower pmf is 0."""
+        c = self.cells()
+        size = k_hi - k_lo + 1
+        ku = np.ceil(c["lmax"] / h).astype(np.int64) - k_lo
+        keep = ku < size
+        inf = float(c["mass_hi"][~keep].sum())
+        upper = np.bincount(np.clip(ku[keep], 0, size - 1), weights=c["mass_hi"][keep], minlength=size)
+        return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf, lower=np.zeros(size),
+                               rel_err=1e-12)
 
 
 def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.float64], c: NDArray[np.float64],
