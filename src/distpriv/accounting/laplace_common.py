@@ -316,7 +316,8 @@ V_GRID = np.concatenate([[0.0], np.logspace(-18.0, 0.0, 1500)[:-1]])
 
 
 def combined(us: list[float], ts: list[float], mean: NDArray[np.float64], cov: NDArray[np.float64],
-             scales: NDArray[np.float64], epsilon: float) -> tuple[float, float]:
+             scales: NDArray[np.float64], epsilon: float,
+             b_grid: NDArray[np.float64] | None = None) -> tuple[float, float]:
     r"""(∫_0^1 min(A(v), B(v)) dv, its part over [ũ_J, 1]): the nested boxes combined with the Laplace-shift bound.
 
     δ_K(ε; D) <= U(D) (ũ_j on the ring S_j \ S_{j−1}, 1 outside S_J) and δ_K(ε; D) <= G(D) = g(Σ_k |D_k|/b_k)
@@ -324,13 +325,22 @@ def combined(us: list[float], ts: list[float], mean: NDArray[np.float64], cov: N
     A(v) >= P(U > v) (1 below ũ_0, T_{j−1} on [ũ_{j−1}, ũ_j), T_J above ũ_J) and B(v) = T_M(g⁻¹(v)) >= P(G > v)
     (:func:`l1_tail`). Both are non-increasing in v, so the left-point Riemann sum on a grid holding every ũ_j is an
     upper bound. Without the boxes (A = 1) this is the coupling bound's argument applied to D; without B, the
-    nested-box sum of :func:`nested_sum`."""
+    nested-box sum of :func:`nested_sum`. ``b_grid``: B on V_GRID if already computed (it does not depend on the
+    levels; :func:`l1_tail` is elementwise, so only the ũ_j off V_GRID are evaluated, to the same floats)."""
     u = np.minimum(np.maximum.accumulate(np.asarray(us, dtype=float)), 1.0)
     t = np.asarray(ts, dtype=float)
     grid = np.unique(np.concatenate([V_GRID, u[u < 1.0]]))
     j = np.searchsorted(u, grid, side="right")
     a = np.where(j == 0, 1.0, t[np.maximum(j - 1, 0)])
-    b = l1_tail(shift_level(grid, epsilon, mean.size), mean, cov, scales)
+    if b_grid is None:
+        b = l1_tail(shift_level(grid, epsilon, mean.size), mean, cov, scales)
+    else:
+        b = np.empty(grid.size)
+        pos = np.searchsorted(V_GRID, grid)
+        on = (pos < V_GRID.size) & (V_GRID[np.minimum(pos, V_GRID.size - 1)] == grid)
+        b[on] = b_grid[pos[on]]
+        if not bool(on.all()):
+            b[~on] = l1_tail(shift_level(grid[~on], epsilon, mean.size), mean, cov, scales)
     f = np.minimum(a, b) * np.diff(np.append(grid, 1.0))
     return min(1.0, float(f.sum())), float(f[grid >= u[-1]].sum())
 
@@ -477,10 +487,11 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
     us: list[float] = []
     ts: list[float] = []
     val = 1.0
+    b_grid = l1_tail(shift_level(V_GRID, epsilon, mean.size), mean, cov, scales)
     for z in LEVELS:
         ts.append(box_tail(base + z * sd, mean, sd))
         us.append(shifted_product_delta(base + z * sd, c, scales, epsilon))
-        val, rest = combined(us, ts, mean, cov, scales, epsilon)
+        val, rest = combined(us, ts, mean, cov, scales, epsilon, b_grid)
         if target is not None and (val <= DECIDED * target or val - rest > ABANDON * target):
             return val if val <= target else 1.0
         if rest <= STOP_FRACTION * val or ts[-1] <= 1e-300:
