@@ -171,7 +171,7 @@ def _bound(dm_b: bytes, sa_b: bytes, sb_b: bytes, sc_b: bytes, d: int, epsilon: 
     sc = np.frombuffer(sc_b)
     best = 1.0
     for c in candidates(sa, sb):
-        best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target))
+        best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target, cap=best))
         if 0 <= target and best <= target:  # decided (this candidate's levels ran as without a target, or to DECIDED)
             break
     return best
@@ -468,9 +468,13 @@ class ShiftCoord:
 
 
 def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.float64], c: NDArray[np.float64],
-              scales: NDArray[np.float64], epsilon: float, target: float | None = None) -> float:
+              scales: NDArray[np.float64], epsilon: float, target: float | None = None, *, cap: float = 1.0) -> float:
     """The bound of the module notes (3.) for the common factor diag(c): nested boxes combined with the Laplace-shift
     bound of D (:func:`combined`).
+
+    ``cap`` (the least bound of the candidates of C tried before): once the final part below ũ_J (see below)
+    exceeds it, this candidate cannot beat it and its partial value (certified, above ``cap``) is returned without
+    the remaining levels: the minimum over the candidates is the one of the full computation.
 
     The levels stop at the first J where the part of the integral above ũ_J (which further levels could lower) is at
     most STOP_FRACTION of the whole: any J gives a certified bound. Decision mode (``target``): the levels also stop
@@ -492,6 +496,8 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
         ts.append(box_tail(base + z * sd, mean, sd))
         us.append(shifted_product_delta(base + z * sd, c, scales, epsilon))
         val, rest = combined(us, ts, mean, cov, scales, epsilon, b_grid)
+        if val - rest > cap * (1.0 + 1e-9):
+            return val
         if target is not None and (val <= DECIDED * target or val - rest > ABANDON * target):
             return val if val <= target else 1.0
         if rest <= STOP_FRACTION * val or ts[-1] <= 1e-300:
