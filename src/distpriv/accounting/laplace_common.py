@@ -170,8 +170,12 @@ def _bound(dm_b: bytes, sa_b: bytes, sb_b: bytes, sc_b: bytes, d: int, epsilon: 
     sa, sb = np.frombuffer(sa_b).reshape(d, d), np.frombuffer(sb_b).reshape(d, d)
     sc = np.frombuffer(sc_b)
     best = 1.0
-    for c in candidates(sa, sb):
-        best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target, cap=best))
+    # the candidates in the order of their first corner (z = 0: a lower bound on their final values' part below ũ_0,
+    # and a good guide to the least): the first ones' bounds cap the others' levels (:func:`box_bound`)
+    firsts = [(shifted_product_delta(np.abs(shift_law(dm, sa, sb, c)[0]), c, sc, epsilon), i, c)
+              for i, c in enumerate(candidates(sa, sb))]
+    for u0, _, c in sorted(firsts, key=lambda x: (x[0], x[1])):
+        best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target, cap=best, first=u0))
         if 0 <= target and best <= target:  # decided (this candidate's levels ran as without a target, or to DECIDED)
             break
     return best
@@ -468,13 +472,15 @@ class ShiftCoord:
 
 
 def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.float64], c: NDArray[np.float64],
-              scales: NDArray[np.float64], epsilon: float, target: float | None = None, *, cap: float = 1.0) -> float:
+              scales: NDArray[np.float64], epsilon: float, target: float | None = None, *, cap: float = 1.0,
+              first: float | None = None) -> float:
     """The bound of the module notes (3.) for the common factor diag(c): nested boxes combined with the Laplace-shift
     bound of D (:func:`combined`).
 
     ``cap`` (the least bound of the candidates of C tried before): once the final part below ũ_J (see below)
     exceeds it, this candidate cannot beat it and its partial value (certified, above ``cap``) is returned without
-    the remaining levels: the minimum over the candidates is the one of the full computation.
+    the remaining levels: the minimum over the candidates is the one of the full computation. ``first``: the
+    corner value at the first level (z = 0), if already computed.
 
     The levels stop at the first J where the part of the integral above ũ_J (which further levels could lower) is at
     most STOP_FRACTION of the whole: any J gives a certified bound. Decision mode (``target``): the levels also stop
@@ -487,14 +493,16 @@ def box_bound(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.f
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     base = np.abs(mean)
     if float(sd.max(initial=0.0)) <= 1e-15 * max(1.0, float(base.max(initial=0.0))):
-        return shifted_product_delta(base, c, scales, epsilon)  # D is deterministic: the bound is δ_K at E D
+        # D is deterministic: the bound is δ_K at E D
+        return first if first is not None else shifted_product_delta(base, c, scales, epsilon)
     us: list[float] = []
     ts: list[float] = []
     val = 1.0
     b_grid = l1_tail(shift_level(V_GRID, epsilon, mean.size), mean, cov, scales)
     for z in LEVELS:
         ts.append(box_tail(base + z * sd, mean, sd))
-        us.append(shifted_product_delta(base + z * sd, c, scales, epsilon))
+        us.append(first if first is not None and z == 0.0 and not us
+                  else shifted_product_delta(base + z * sd, c, scales, epsilon))
         val, rest = combined(us, ts, mean, cov, scales, epsilon, b_grid)
         if val - rest > cap * (1.0 + 1e-9):
             return val
