@@ -420,6 +420,7 @@ class ShiftCoord:
     b: float
     kappa: float
     _c: dict[str, NDArray[np.float64]] | None = field(default=None, repr=False)
+    _inf: float = field(default=0.0, repr=False)
 
     def _loss(self, y: float) -> float:
         g = lap.gl_logpdf(np.array([y, y - self.t]), 0.0, self.s, self.b)
@@ -433,7 +434,7 @@ class ShiftCoord:
         lim = t / b
         eta = TAIL_ETA * kappa
         off = s * s / b + 10.0 * s
-        for _ in range(60):
+        for _ in range(40):
             if lim - self._loss(-off) <= eta and self._loss(t + off) + lim <= eta:
                 break
             off *= 1.5
@@ -444,6 +445,12 @@ class ShiftCoord:
         wv = np.diff(y)
         _, mass_hi, lmin, lmax = lap._cell_bounds(wv, fp[:-1], fp[1:], fq[:-1], fq[1:], b, s, s)
         ell_lo, ell_hi = float(fp[0] - fq[0]), float(fp[-1] - fq[-1])
+        if not (math.isfinite(ell_lo) and math.isfinite(ell_hi) and bool(np.all(np.isfinite(lmax)))):
+            # not expected (the log-density is computed in log space); the full window of the reference then
+            ref = coord.delta_cells()
+            self._c = {k: np.asarray(ref[k]) for k in ("mass_hi", "lmax", "lmin")}
+            self._inf = float(ref["tail"])
+            return self._c
         slack = 1e-12 * (1.0 + lim)
         tail_l = gl_tail_upper(-lo, s, b) * (1.0 + 1e-12)
         tail_r = gl_tail_upper(hi, s, b) * (1.0 + 1e-12)
@@ -469,7 +476,7 @@ class ShiftCoord:
         size = k_hi - k_lo + 1
         ku = np.ceil(c["lmax"] / h).astype(np.int64) - k_lo
         keep = ku < size
-        inf = float(c["mass_hi"][~keep].sum())
+        inf = float(c["mass_hi"][~keep].sum()) + self._inf
         upper = np.bincount(np.clip(ku[keep], 0, size - 1), weights=c["mass_hi"][keep], minlength=size)
         return pld.Discretised(upper=upper.astype(np.float64, copy=False), inf_mass=inf, lower=np.zeros(size),
                                rel_err=1e-12)
