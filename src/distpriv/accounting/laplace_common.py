@@ -240,7 +240,7 @@ def _barrier(c0: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.fl
 
 
 def candidates(sa: NDArray[np.float64], sb: NDArray[np.float64]) -> list[NDArray[np.float64]]:
-    """Feasible diagonals c (module notes, "Choice of C"), distinct, in the order tried: the log-barrier points for
+    """Feasible diagonals c (module notes, "Choice of C"), distinct (tried in the order of their first corner): the log-barrier points for
     each μ of BARRIER_MUS (from half the largest multiple of I), FRACTIONS of the largest multiple λ·I, 0 (the
     exact product of Laplace shifts) when no positive multiple of I fits, and min(diag S_a, diag S_b) if feasible
     (up to a 1e-9 rounding shrink)."""
