@@ -20,11 +20,26 @@ be shared, so compare the columns of one run.
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_laplace_common.py [--models N] [--dims 2 3 4 5]
 [--settings 1,1e-3 0.1,1e-4 1,1e-6]``.
+
+``--workload [--before REV]`` (lcspeed31): the CPU of the bound itself, before and after, in one process. It runs
+``distpriv reproduce chen-ohrimenko --all`` in-process, recording the arguments of every computation of the bound
+(the no-target calls of ExpM (L) δ′ claims on the 5-D Adult models: Table 3, Figures 2–5), then replays them through
+``laplace_common`` as of git revision REV (default 5343bc8, before lcspeed31; loaded from ``git show`` as a sibling
+module, so it uses this tree's :mod:`.laplace` and :mod:`.pld`) and through this tree's, memo bypassed, and prints
+the CPU seconds of each and the ratios of the values (new/before: the new cells are certified, so below 1 is
+tighter). Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_laplace_common.py --workload``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import importlib.util
+import io
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from typing import Any
@@ -62,12 +77,79 @@ def calibrate(model: dp.GaussianModel, eps: float, delta: float, *, tight: bool,
         lc.improve, lc.MIN_DIM = orig, dim  # type: ignore[assignment]
 
 
+def record_workload() -> list[tuple[Any, ...]]:
+    """The arguments of every computation of the bound (``laplace_common._bound`` misses) in
+    ``distpriv reproduce chen-ohrimenko --all``, run in this process."""
+    from distpriv.cli import main as cli_main
+    calls: list[tuple[Any, ...]] = []
+    raw, memo = lc._bound.__wrapped__, lc._bound
+
+    def rec(*a: Any) -> float:
+        calls.append(a)
+        return float(raw(*a))
+
+    lc._bound = functools.lru_cache(maxsize=lc.MEMO_SIZE)(rec)  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory() as out, warnings.catch_warnings(), \
+                contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            try:
+                cli_main(["reproduce", "chen-ohrimenko", "--all", "--out", out, "--format", "json"])
+            except SystemExit:
+                pass
+    finally:
+        lc._bound = memo  # type: ignore[assignment]
+    return calls
+
+
+def module_at(rev: str) -> Any:
+    """``distpriv.accounting.laplace_common`` as of git revision ``rev``, loaded as a sibling module."""
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True).stdout.strip()
+    src = subprocess.run(["git", "-C", root, "show", f"{rev}:src/distpriv/accounting/laplace_common.py"],
+                         capture_output=True, text=True, check=True).stdout
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
+    tmp.write(src)
+    tmp.close()
+    name = "distpriv.accounting._laplace_common_before"
+    spec = importlib.util.spec_from_file_location(name, tmp.name)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def workload(rev: str) -> None:
+    """Record the chen-ohrimenko workload, replay it before (``rev``) and after; print CPU and value ratios."""
+    t0 = time.process_time()
+    calls = record_workload()
+    print(f"recorded {len(calls)} computations of the bound ({time.process_time() - t0:.1f} s CPU for the reproduce run)",
+          flush=True)
+    before = module_at(rev)
+    vals: list[list[float]] = []
+    cpu: list[float] = []
+    for label, mod in ((f"before ({rev})", before), ("after", lc)):
+        t0 = time.process_time()
+        vals.append([float(mod._bound.__wrapped__(*a)) for a in calls])
+        cpu.append(time.process_time() - t0)
+        print(f"{label}: {cpu[-1]:.2f} s CPU", flush=True)
+    ratios = np.array(vals[1]) / np.maximum(np.array(vals[0]), 1e-300)
+    print(f"SUMMARY workload: CPU before {cpu[0]:.2f} s, after {cpu[1]:.2f} s ({cpu[0] / max(cpu[1], 1e-9):.1f}× less); "
+          f"after/before δ min {ratios.min():.4f} median {np.median(ratios):.4f} max {ratios.max():.6f} over "
+          f"{len(calls)} calls", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=int, default=4)
     ap.add_argument("--dims", type=int, nargs="+", default=[2, 3, 4, 5])
     ap.add_argument("--settings", nargs="+", default=list(SETTINGS))
+    ap.add_argument("--workload", action="store_true", help="CPU of the bound before/after on chen-ohrimenko")
+    ap.add_argument("--before", default="5343bc8", help="git revision of the 'before' bound (with --workload)")
     args = ap.parse_args()
+    if args.workload:
+        workload(args.before)
+        return 0
     for d in args.dims:
         for setting in args.settings:
             eps, delta = (float(x) for x in setting.split(","))
