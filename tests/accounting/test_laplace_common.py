@@ -220,25 +220,28 @@ def test_proven_delta_names_the_bound_where_it_is_the_smaller():
     assert after.delta_lower == before.delta_lower  # the lower end (1-D marginals) is unchanged
 
 
-def test_the_default_uses_the_bound_for_a_delta_claim_only():
-    """``tight=None`` from 4-D on: on (the bound) without a δ target, off with one (the scale search would pay 7–16×
-    the CPU for a 1–10 % smaller scale); each resolution stated in a note, and the no-target δ′ is the tight one."""
+def test_the_default_uses_the_bound_from_4d_on():
+    """``tight=None`` from 4-D on is ``tight=True``: the no-target δ′ and the calibrated scale are the bound's, below the
+    coupling bound's, each stated in a note, and the δ′ claimed is what the engine proves with it as target."""
     model = _model(4, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         claim = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0)
         loose = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, tight=False)
         target = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3)
+        explicit = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3, tight=True)
         coupling = dp.calibrate("expm-laplace", model, [(0, 1)], epsilon=1.0, delta=1e-3, tight=False)
     assert claim.details["tight"] is True and loose.details["tight"] is False
     assert claim.guarantee.delta < loose.guarantee.delta
     noise = NoiseLaw.of(claim)
     assert proven_delta(model, [(0, 1)], noise, 1.0, target=claim.guarantee.delta,
                         tight=True).delta_upper <= claim.guarantee.delta * (1 + 1e-9)
-    assert any(n.startswith("tight=True (the default without a δ target)") for n in claim.guarantee.notes)
-    assert target.details["tight"] is False
-    assert np.array_equal(np.asarray(target.noise.scales), np.asarray(coupling.noise.scales))
-    assert any(n.startswith("tight=False: δ from the Gaussian-coupling bound") for n in target.guarantee.notes)
+    assert any(n.startswith("tight=True (the default for a 4-D model)") for n in claim.guarantee.notes)
+    assert target.details["tight"] is True
+    assert np.array_equal(np.asarray(target.noise.scales), np.asarray(explicit.noise.scales))
+    assert float(np.max(target.noise.scales)) < float(np.max(coupling.noise.scales))
+    assert any(n.startswith("tight=False: δ from the Gaussian-coupling bound") for n in coupling.guarantee.notes)
+
 
 
 # --------------------------------------------------------------------------- the tail cells (lcspeed31)

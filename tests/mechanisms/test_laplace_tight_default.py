@@ -49,8 +49,8 @@ def model_2d() -> dp.GaussianModel:
 def test_auto_rule_is_one_constant() -> None:
     assert TIGHT_BY_DEFAULT_DIMS == frozenset({2, 3})
     assert tight_by_default(unequal_model(0)) and tight_by_default(unequal_model(0, dim=3))
-    # from 4-D on: only without a δ target (the common-Gaussian-factor bound, tests/accounting/test_laplace_common.py)
-    assert tight_by_default(unequal_model(0, dim=4)) and not tight_by_default(unequal_model(0, dim=4), 1e-3)
+    # from 4-D on: the common-Gaussian-factor bound (tests/accounting/test_laplace_common.py)
+    assert tight_by_default(unequal_model(0, dim=4)) and tight_by_default(unequal_model(0, dim=5))
     one = dp.GaussianModel(means={0: [0.0], 1: [1.0]}, covariances={0: [[1.0]], 1: [[1.5]]})
     assert not tight_by_default(one)
     # an EmpiricalModel's accounting never uses the grid: auto is False there, whatever the dimension

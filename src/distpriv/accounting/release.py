@@ -248,8 +248,9 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     once it is within 5 % of the target, so a loose value near the target would stop it at more noise.
 
     ``tight`` (issue 25): with a full-rank noise basis the common-Gaussian-factor bound of :mod:`.laplace_common`
-    (from 4-D on) is taken where smaller; it costs 7–16× the coupling bound's CPU for a 1–10 % smaller scale, so it
-    is a per-call choice like the 2-D/3-D grids.
+    (from 4-D on) is taken where smaller; it costs 1.3–4.5× the coupling bound's CPU in a calibration for a 2–13 %
+    smaller scale, so it is a per-call choice like the 2-D/3-D grids (``distpriv.calibrate`` turns it on by default,
+    ``release`` does not).
     """
     assert noise.basis is not None and noise.scales is not None
     scales = noise.scales

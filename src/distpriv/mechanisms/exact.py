@@ -254,7 +254,7 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
     if not grid_applies(g, inp.pairs, noise):
         return _common_note(g, inp, noise, tight)
     if tight:
-        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g, inp.delta) else ""
+        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ certified on a Gauss ⊛ Laplace grid (tight=False: the faster Gaussian-coupling "
                 "bound, with a larger δ or more noise)"]
     return ["tight=False: δ from the Gaussian-coupling bound (tight=True certifies it on a Gauss ⊛ Laplace grid: a "
@@ -269,11 +269,11 @@ def _common_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) ->
     if g.dim < lc.MIN_DIM or not lc.applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
         return []
     if tight:
-        auto = " (the default without a δ target)" if tight_by_default(g, inp.delta) else ""
+        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ also bounded by the common-Gaussian-factor bound (tight=False: the "
                 "Gaussian-coupling bound alone, faster, with a larger δ or more noise)"]
     return ["tight=False: δ from the Gaussian-coupling bound (tight=True also uses the common-Gaussian-factor bound: "
-            "a smaller δ or less noise, at 7–16× the CPU)"]
+            "a smaller δ or less noise, at a few times the CPU)"]
 
 
 def _set_laplace(mech: Mechanism, noise: NoiseLaw) -> None:
