@@ -85,7 +85,7 @@ def test_symmetric_in_the_pair_and_rotation_of_the_model_with_the_basis():
 
 def test_does_not_apply_to_a_rank_deficient_basis():
     mp, cp, mq, cq = random_model(1, 3)
-    assert not lc.applies(np.eye(3)[:, :2])
+    assert not lc.common_applies(np.eye(3)[:, :2])
     assert lc.common_factor_delta(mp, cp, mq, cq, np.eye(3)[:, :2], np.ones(2), 1.0) == 1.0
 
 

@@ -112,7 +112,7 @@ ABANDON = 3.0
 MEMO_SIZE = 4096
 
 
-def applies(basis: NDArray[np.float64] | None) -> bool:
+def common_applies(basis: NDArray[np.float64] | None) -> bool:
     """True iff the bound is defined: a full-rank (square) orthonormal noise basis."""
     return basis is not None and basis.ndim == 2 and basis.shape[0] == basis.shape[1] and basis.shape[0] >= 1
 
@@ -126,7 +126,7 @@ def common_factor_delta(mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, cov_
     inputs in the basis coordinates (m_a − m_b, S_a, S_b, b, ε, target).
     """
     b = np.atleast_2d(np.asarray(basis, dtype=float))
-    if not applies(b):
+    if not common_applies(b):
         return 1.0
     sc = np.asarray(scales, dtype=float).reshape(-1)
     if sc.size != b.shape[1] or not bool(np.all(sc > 0)) or not math.isfinite(float(epsilon)):

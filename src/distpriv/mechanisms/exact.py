@@ -266,7 +266,7 @@ def _common_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) ->
     (:mod:`distpriv.accounting.laplace_common`) on or off: a full-rank noise basis and a pair accounted by the
     Gaussian-coupling bound."""
     law = noise.accountable()
-    if g.dim < lc.MIN_DIM or not lc.applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
+    if g.dim < lc.MIN_DIM or not lc.common_applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
         return []
     if tight:
         auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
