@@ -303,3 +303,13 @@ def test_pruned_candidates_give_the_least_full_candidate_bound():
     each = [lc.box_bound(dm, cp, cq, c, scales, eps) for c in lc.candidates(cp, cq)]
     assert len(each) >= 2
     assert got == pytest.approx(min(each), rel=1e-9)
+
+
+def test_gl_tail_upper_is_finite_where_its_exponent_would_overflow():
+    """review31b: s/b large and r small overflowed e^{−r/b + s²/2b²}; the bound is then the trivial 1."""
+    assert lc.gl_tail_upper(0.0, 0.1, 0.001) == 1.0
+    assert lc.gl_tail_upper(100.0, 10.0, 0.1) == 1.0
+    # where the exponent is negative it is the formula: Φ(−r/s) + ½e^{−r/b + s²/2b²}
+    r, s, b = 5.0, 0.5, 1.0
+    assert lc.gl_tail_upper(r, s, b) == pytest.approx(0.5 * math.erfc(r / s / math.sqrt(2)) + 0.5 * math.exp(-r / b + 0.125),
+                                                      rel=1e-12)

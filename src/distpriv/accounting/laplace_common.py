@@ -99,6 +99,7 @@ FRACTIONS: tuple[float, ...] = ()
 #: at (0.1, 1e-4) and (1, 1e-6), for 5–25× its CPU (benchmarks/bench_laplace_common.py); from 4-D on nothing else
 #: exists.
 MIN_DIM = 4
+_LN2 = math.log(2.0)
 #: Decision mode stops a candidate's levels once its bound is at most DECIDED × the target (the candidates of C stop
 #: at the first that proves the target): not at the target itself, since a calibration's search reads the value as
 #: its guide and stops within 5 % of the target (a value left loose near the target stops it at more noise: 0.968×
@@ -394,7 +395,10 @@ def gl_tail_upper(r: float, s: float, b: float) -> float:
     """P(G + L > r) <= Φ(−r/s) + ½ e^{−r/b + s²/2b²} for G ~ N(0, s²), L ~ Lap(b), r >= 0: P(L > r − G) =
     ½e^{−(r − G)/b} where G < r and <= 1 elsewhere, and E e^{G/b} = e^{s²/2b²}."""
     g = float(special.ndtr(-r / s)) if s > 0 else 0.0
-    return min(1.0, g + 0.5 * math.exp(-r / b + 0.5 * (s / b) ** 2))
+    expo = -r / b + 0.5 * (s / b) ** 2
+    if expo >= _LN2:  # the Laplace term alone is >= 1 (and e^expo may overflow, review31b): the trivial bound
+        return 1.0
+    return min(1.0, g + 0.5 * math.exp(expo))
 
 
 @dataclass
