@@ -174,10 +174,11 @@ def _laplace_pair_profile(st: _LaplacePair, model: GaussianModel, a: Hashable, b
     return Profile(epsilon, upper, min(lower, upper), method, pair, {"epsilon_split": split})
 
 
-# The certified 2-D Gauss ⊛ Laplace grid (:mod:`.laplace_nd`) is a per-call choice (``tight=True`` of proven_delta,
+# The certified 2-D and 3-D Gauss ⊛ Laplace grids (:mod:`.laplace_nd`, :mod:`.laplace_3d`) and, from 4-D on, the
+# common-Gaussian-factor bound (:mod:`.laplace_common`) are a per-call choice (``tight=True`` of proven_delta,
 # pair_profiles, proven_epsilon, distpriv.accounting.topup.topup_laplace, off unless asked here; distpriv.calibrate's
-# Laplace mechanisms turn it on by default for a 2-D GaussianModel, distpriv.mechanisms.expected_value.
-# TIGHT_BY_DEFAULT_DIMS): docs/assumptions.md gives its measured gain and cost (benchmarks/bench_laplace_tight.py).
+# Laplace mechanisms turn it on by default for a GaussianModel of 2 dimensions or more,
+# distpriv.mechanisms.expected_value.tight_by_default): docs/assumptions.md gives the measured gains and costs.
 
 
 def grid_applies(model: QueryModel, pairs: Iterable[Sequence[Hashable]], noise: NoiseLaw) -> bool:
