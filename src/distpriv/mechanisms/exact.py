@@ -249,31 +249,24 @@ def account_laplace(mech: Mechanism, inp: Inputs) -> Mechanism:
 
 
 def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> list[str]:
-    """The note stating the resolved ``tight`` option where it changes the accounting (a pair of Ψ is accounted by
-    the Gaussian-coupling bound and a certified grid covers it, :func:`~distpriv.accounting.release.grid_applies`)."""
-    if not grid_applies(g, inp.pairs, noise):
-        return _common_note(g, inp, noise, tight)
+    """The note stating the resolved ``tight`` option where it changes the accounting: a pair of Ψ is accounted by
+    the Gaussian-coupling bound and a certified grid covers it (2-D/3-D,
+    :func:`~distpriv.accounting.release.grid_applies`), or, from 4-D on, the common-Gaussian-factor bound
+    (:mod:`distpriv.accounting.laplace_common`: a full-rank noise basis) does."""
+    if grid_applies(g, inp.pairs, noise):
+        on, off, gain, cost = ("certified on a Gauss ⊛ Laplace grid", "the faster Gaussian-coupling bound,",
+                               "certifies it on a Gauss ⊛ Laplace grid", "more CPU")
+    else:
+        law = noise.accountable()
+        if g.dim < lc.MIN_DIM or not lc.common_applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
+            return []
+        on, off, gain, cost = ("also bounded by the common-Gaussian-factor bound",
+                               "the Gaussian-coupling bound alone, faster,",
+                               "also uses the common-Gaussian-factor bound", "a few times the CPU")
     if tight:
         auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
-        return [f"tight=True{auto}: δ certified on a Gauss ⊛ Laplace grid (tight=False: the faster Gaussian-coupling "
-                "bound, with a larger δ or more noise)"]
-    return ["tight=False: δ from the Gaussian-coupling bound (tight=True certifies it on a Gauss ⊛ Laplace grid: a "
-            "smaller δ or less noise, at more CPU)"]
-
-
-def _common_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> list[str]:
-    """The note stating the resolved ``tight`` option from 4-D on, where it switches the common-Gaussian-factor bound
-    (:mod:`distpriv.accounting.laplace_common`) on or off: a full-rank noise basis and a pair accounted by the
-    Gaussian-coupling bound."""
-    law = noise.accountable()
-    if g.dim < lc.MIN_DIM or not lc.common_applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
-        return []
-    if tight:
-        auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
-        return [f"tight=True{auto}: δ also bounded by the common-Gaussian-factor bound (tight=False: the "
-                "Gaussian-coupling bound alone, faster, with a larger δ or more noise)"]
-    return ["tight=False: δ from the Gaussian-coupling bound (tight=True also uses the common-Gaussian-factor bound: "
-            "a smaller δ or less noise, at a few times the CPU)"]
+        return [f"tight=True{auto}: δ {on} (tight=False: {off} with a larger δ or more noise)"]
+    return [f"tight=False: δ from the Gaussian-coupling bound (tight=True {gain}: a smaller δ or less noise, at {cost})"]
 
 
 def _set_laplace(mech: Mechanism, noise: NoiseLaw) -> None:
