@@ -130,28 +130,7 @@ def test_2d_bound_is_at_least_the_oracle_on_twenty_models():
 
 
 # --------------------------------------------------------------------------- 4-D, 5-D: a sampled lower bound
-def _sample(mu, cov, basis, scales, n, rng):
-    return rng.multivariate_normal(mu, cov, n) + (rng.laplace(0.0, 1.0, (n, scales.size)) * scales) @ basis.T
-
-
-def set_delta(mp, cp, mq, cq, basis, scales, epsilon, n, seed) -> tuple[float, float]:
-    """P(S) − e^ε Q(S) by sampling both output laws, S = {the loss of the moment-matched Gaussians > ε} (any S gives
-    a lower bound on δ): (estimate, standard error). Written apart from the library."""
-    rng = np.random.default_rng(seed)
-    extra = basis @ np.diag(2.0 * scales ** 2) @ basis.T
-
-    def logpdf(y, mu, cov):
-        c = cov + extra
-        d = y - mu
-        return -0.5 * np.einsum("ij,ij->i", d @ np.linalg.inv(c), d) - 0.5 * math.log(np.linalg.det(c))
-
-    def in_s(y):
-        return (logpdf(y, mp, cp) - logpdf(y, mq, cq)) > epsilon
-
-    sp = in_s(_sample(mp, cp, basis, scales, n, rng)).astype(float)
-    sq = in_s(_sample(mq, cq, basis, scales, n, rng)).astype(float)
-    ee = math.exp(epsilon)
-    return float(sp.mean() - ee * sq.mean()), math.sqrt(sp.var(ddof=1) / n + ee * ee * sq.var(ddof=1) / n)
+set_delta = po.sampled_set_delta  # the sampled-set lower bound of tests/profile_oracle.py
 
 
 @pytest.mark.parametrize("d,seed,scale,eps", [(4, 0, 1.0, 1.0), (4, 1, 2.0, 0.5), (5, 2, 1.5, 1.0), (5, 3, 4.0, 0.2)])
