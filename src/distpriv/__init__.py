@@ -48,7 +48,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Statistic": "queries",
 }
 _SUBMODULES = ("accounting", "attacks", "attribute", "auditing", "calibration", "data", "datasets", "distances",
-               "divergences", "guarantees", "local", "mechanisms", "models", "moments", "protocol", "queries",
+               "divergences", "guarantees", "leakage", "local", "mechanisms", "models", "moments", "protocol", "queries",
                "relaxed", "release")
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from . import distances as distances
     from . import divergences as divergences
     from . import guarantees as guarantees
+    from . import leakage as leakage
     from . import local as local
     from . import mechanisms as mechanisms
     from . import models as models

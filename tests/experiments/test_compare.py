@@ -42,6 +42,30 @@ def test_compare_rows_meet_the_common_guarantee(smoke) -> None:  # noqa: ANN001
     assert ssp["meta_classifier_accuracy"] <= pi + 4 * 0.5 / 500**0.5
 
 
+def test_compare_rows_read_the_attacks_in_suri_evans_records(smoke) -> None:  # noqa: ANN001
+    """n_leaked of the better attack, and the cap of the claim: the attack stays under the cap up to its sampling
+    error (accuracies of 5 × 100 test datasets: standard error <= 0.022), and the numbers follow the closed forms."""
+    import math
+
+    from distpriv.leakage import accuracy_cap, n_leaked
+
+    res, _ = smoke
+    rho = 0.45 / 0.55
+    for r in res["rows"]:
+        acc = max(r["meta_classifier_accuracy"], r["likelihood_ratio_accuracy"])
+        want = 0.0 if acc <= 0.5 else (math.inf if acc >= 1 else math.log1p(-(2 * acc - 1) ** 2) / math.log(rho))
+        assert r["n_leaked_attack"] == pytest.approx(want, rel=1e-12), r
+        if r["mechanism"] == "None":
+            assert r["n_leaked_cap"] == math.inf
+            continue
+        delta = r["exact_delta"] if r["exact_delta"] is not None else r["claimed_delta"]
+        cap = 1.0 - (1.0 - delta) / (1.0 + math.exp(r["epsilon"]))
+        assert accuracy_cap(r["epsilon"], delta) == pytest.approx(cap, rel=1e-14)
+        assert r["n_leaked_cap"] == pytest.approx(math.log1p(-(2 * cap - 1) ** 2) / math.log(rho), rel=1e-12)
+        assert acc <= cap + 4 * 0.5 / 500**0.5, r
+        assert n_leaked(min(acc, cap), 0.45, 0.55) <= r["n_leaked_cap"]
+
+
 @pytest.mark.slow
 def test_compare_audits_never_refute_the_claims(adult_ok) -> None:  # noqa: ANN001
     res = compare.run_compare(quick=True, properties=["income"], epsilons=[1.0], mechanisms=["ssp-quantizer", "ding-laplace"],

@@ -20,6 +20,10 @@ the 1,000 samples per θ, whose plan it needs). Per row:
 * ``meta_classifier_accuracy``: Sec. 6.3's attack (logistic regression trained on clean shadow
   values, tested on released values), mean over repetitions; ``likelihood_ratio_accuracy``: the
   Gaussian likelihood-ratio attacker with the defence's noise covariance;
+* ``n_leaked_attack``, ``n_leaked_cap``: Suri & Evans' distribution-inference unit (PETS 2022;
+  :mod:`distpriv.leakage`): how many records' property labels an ideal adversary would need to match the
+  better attack's accuracy, and the most any attacker can reach under the row's (ε, δ) — the cap
+  (e^ε + δ)/(1 + e^ε) on accuracy read in records (∞ undefended);
 * ``audit_epsilon_lower``: :func:`distpriv.audit`'s lower bound on ε at the claimed δ (95%
   confidence) against the Gaussian f_θ — it must stay below the claimed ε;
 * ``own_notion``: the peer's own privacy measure (SSP: attacker success Π under a uniform prior
@@ -79,7 +83,8 @@ MECHANISMS: tuple[tuple[str, str, str], ...] = (
 FULL = {"reps": 50, "n_shadow": 200, "n_test": 200, "attack_reps": 20, "audit_trials": 20_000}
 QUICK = {"reps": 20, "n_shadow": 100, "n_test": 100, "attack_reps": 5, "audit_trials": 4_000}
 COLUMNS = ("property", "mechanism", "epsilon", "claimed_delta", "l2_error", "expected_l2_error",
-           "meta_classifier_accuracy", "likelihood_ratio_accuracy", "audit_epsilon_lower", "own_notion")
+           "meta_classifier_accuracy", "likelihood_ratio_accuracy", "n_leaked_attack", "n_leaked_cap",
+           "audit_epsilon_lower", "own_notion")
 
 
 def run_compare(

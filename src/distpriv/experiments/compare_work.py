@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,7 +195,23 @@ def none_row(s: Settings, prop: str) -> TaskResult:
            "l2_error": 0.0, "expected_l2_error": 0.0, "meta_classifier_accuracy": base,
            "likelihood_ratio_accuracy": likelihood_ratio_attack(st.data, None, rng=_rng(s.seed, "lr", prop)).accuracy,
            "audit_epsilon_lower": None, "own_notion": None}
+    row.update(leakage_columns(row, s.pair))
     return TaskResult(("none", prop), [row], [], 0)
+
+
+def leakage_columns(row: Mapping[str, Any], pair: tuple[float, float]) -> dict[str, float]:
+    """Suri & Evans' n_leaked (:mod:`distpriv.leakage`) of a row: ``n_leaked_attack`` from the better of its two
+    attacks' accuracies, ``n_leaked_cap`` the most any attacker can reach under the row's guarantee at (ε, δ under
+    the Gaussian f_θ: ``exact_delta`` where the claim rests on another law, else ``claimed_delta``); ∞ without a
+    guarantee (the undefended row). The pair's two shares p_0, p_1 are the per-record laws."""
+    from ..leakage import n_leaked, n_leaked_cap
+
+    p0, p1 = float(pair[0]), float(pair[1])
+    acc = max(float(row["meta_classifier_accuracy"]), float(row["likelihood_ratio_accuracy"]))
+    delta = row.get("exact_delta") if row.get("exact_delta") is not None else row.get("claimed_delta")
+    eps = row.get("epsilon")
+    cap = math.inf if eps is None or delta is None else n_leaked_cap(float(eps), float(delta), p0, p1)
+    return {"n_leaked_attack": n_leaked(acc, p0, p1), "n_leaked_cap": cap}
 
 
 @dataclass(frozen=True)
@@ -292,6 +309,7 @@ def mechanism_rows(s: Settings, prop: str, name: str) -> TaskResult:
         else:
             row["audit_epsilon_lower"] = None
         row["own_notion"] = _own_notion(name, mech)
+        row.update(leakage_columns(row, pair))
         rows.append(row)
     return TaskResult(("mechanism", prop, name), rows, notes, hits)
 
