@@ -250,6 +250,20 @@ def _tilted_delta(
     return val, bound + rel * val
 
 
+def _excess(m: NDArray[np.float64], i: NDArray[np.float64]) -> float:
+    """Π_k (m_k + i_k) − Π_k m_k for m_k, i_k >= 0, rounded up: the mass of the product of the coordinates' pmfs
+    that some coordinate sends to +∞ (or the relative error of a product). Written as Π m_k · expm1(Σ log1p(i_k/m_k))
+    when every m_k > 0: the plain difference cancels to 0 once the i_k fall below the rounding of the product
+    (review32: a quantizer's 1e-25 of +∞ mass claimed as δ = 0)."""
+    if not bool(np.any(i > 0)):
+        return 0.0
+    if bool(np.all(m > 0)):
+        val = float(np.prod(m)) * math.expm1(float(np.sum(np.log1p(i / m))))
+    else:
+        val = float(np.prod(m + i))  # a factor m_k = 0 makes Π m_k = 0: no cancellation
+    return val * (1.0 + 8.0 * (m.size + 2) * U)
+
+
 def bracket_at(
     coords: Sequence[LossCoordinate], shift_up: float, shift_lo: float, epsilon: float, h: float,
     tail: float = TAIL, accept: float | None = None,
@@ -293,8 +307,8 @@ def bracket_at(
     # exponential tilting keeps the FFT error relative to the mass near ε (tiny δ stay accurate)
     lam = _choose_tilt(ups, k_lo, h, eps_up)
     du, eu = _tilted_delta(ups, k_lo, h, shift_up, epsilon, lam)
-    rel = math.prod(1.0 + r for r in rels) - 1.0
-    inf_total = math.prod(m + i for m, i in zip(masses, infs, strict=True)) - math.prod(masses)
+    rel = _excess(np.ones(len(rels)), np.asarray(rels, dtype=float))
+    inf_total = _excess(np.asarray(masses, dtype=float), np.asarray(infs, dtype=float))
     upper = min(1.0, inf_total + du * (1.0 + rel) + eu)
     if accept is not None and upper <= accept:
         return Bracket(0.0, upper, h, cells, 0, du * rel + eu)
