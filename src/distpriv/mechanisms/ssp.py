@@ -51,6 +51,10 @@ Z_RANGE = 12.0
 MASS_REL_ERR = 1e-12
 #: Candidate bin widths, in whitened units (multiples of the pair's Mahalanobis distance).
 WIDTH_GRID = tuple(float(x) for x in np.geomspace(0.05, 400.0, 121))
+#: At most this many bins per coordinate (review32: identical means made the grid's smallest width 5e-8 whitened
+#: units, 4.8e8 bins over ±Z_RANGE sd and 3.6 GB): the grid's unit is at least the width giving MAX_BINS bins at its
+#: smallest multiple, and a fixed ``width`` below that is refused.
+MAX_BINS = 200_000
 #: The width search first tries every COARSE_STEP-th width of the grid, then the widths just below the first success.
 COARSE_STEP = 8
 SOURCE = "Lin, Wang, Sekar & Fanti, Summary Statistic Privacy in Data Sharing (IEEE JSAIT 2024), Sec. V"
@@ -237,6 +241,14 @@ def pair_basis(model: GaussianModel, a: Any, b: Any) -> PairBasis:
         v1 = np.concatenate([v1, np.zeros(null.shape[1])])
     m0, m1 = w.T @ model.mean(a), w.T @ model.mean(b)
     return PairBasis(w, np.linalg.inv(w).T, 0.5 * (m0 + m1), m0, v0, m1, v1)
+
+
+def _finest_width(pb: PairBasis) -> float:
+    """The least bin width laying at most MAX_BINS bins over the ±Z_RANGE sd span of :func:`_edges` on any coordinate."""
+    sd0, sd1 = np.sqrt(np.maximum(pb.v0, 0.0)), np.sqrt(np.maximum(pb.v1, 0.0))
+    span = np.maximum(pb.m0 + Z_RANGE * sd0, pb.m1 + Z_RANGE * sd1) - np.minimum(pb.m0 - Z_RANGE * sd0,
+                                                                                  pb.m1 - Z_RANGE * sd1)
+    return float(np.max(span, initial=0.0)) / MAX_BINS
 
 
 def _point_loss(mp: float, mq: float, width: float, centre: float) -> FiniteLoss:
@@ -461,10 +473,15 @@ def ssp_quantizer(inp: Inputs, *, width: float | None = None) -> QuantizerMechan
     pb = pair_basis(g, a, b)
     eps, target = inp.epsilon, inp.delta
     dist = float(np.linalg.norm(pb.m1 - pb.m0))
-    scale = max(dist, 1e-6)
+    finest = _finest_width(pb)
+    scale = max(dist, finest / WIDTH_GRID[0])
     tried = 0
     if width is not None:
         chosen = check_positive(width, "width")
+        if chosen < finest:
+            raise InvalidParameterError(
+                f"bin width {chosen:g} would lay more than {MAX_BINS:,} bins over ±{Z_RANGE:g} standard deviations; "
+                f"use a width of at least {finest:.3g} (whitened units)", argument="width")
         lo, up = quantizer_delta(pb, chosen, eps)
     else:
         chosen, lo, up = math.nan, 0.0, 1.0
