@@ -119,7 +119,8 @@ def calibrate(
         return _calibrate_peer(name, model, pairs, epsilon, delta, calibration, options)
     key, mech, inp = _build(name, model, pairs, epsilon, delta, calibration, options)
     m = inp.model
-    if isinstance(m, EmpiricalModel) and m.claim_scope == "samples" and METADATA[key].samples_law:
+    if (isinstance(m, EmpiricalModel) and m.claim_scope == "samples" and METADATA[key].samples_law
+            and mech.details.get("accounted_on") != "samples"):  # OptM accounts its candidates itself
         from .empirical import account_empirical  # the samples' law of an EmpiricalModel (issue 27)
 
         return account_empirical(key, mech, inp)
