@@ -150,6 +150,20 @@ def test_ding_multidimensional_claim_is_proven_by_the_exact_core() -> None:
     assert shift == pytest.approx(1.5) and r > 0
 
 
+def test_ding_proof_uses_the_tight_bounds_of_the_core() -> None:
+    """review32 F5: Ding (L)'s proven δ came from the coupling bound alone (3.8e-6 on docs/peers.md's model, where
+    the certified 2-D grid proves 8.6e-18); it now uses the tight bounds ``distpriv.calibrate`` uses by default."""
+    from distpriv.accounting.release import NoiseLaw, proven_delta
+
+    model = dp.GaussianModel(means={0.45: [0.0, 0.0], 0.55: [1.0, 0.5]},
+                             covariances={0.45: [[1.0, 0.3], [0.3, 2.0]], 0.55: [[1.1, 0.3], [0.3, 2.0]]})
+    mech = dp.calibrate("ding-laplace", model, [(0.45, 0.55)], epsilon=1.0, delta=1e-3)
+    loose = proven_delta(model, [(0.45, 0.55)], NoiseLaw.laplace(mech.basis, mech.scales), 1.0, rtol=1e-2)
+    assert loose.delta_upper > 1e-6
+    assert mech.guarantee.delta == mech.details["exact_delta"] <= 1e-15
+    assert any("2-D Gaussian ⊛ Laplace" in n for n in mech.guarantee.notes)
+
+
 # --------------------------------------------------------------------------- the independent oracle
 @pytest.mark.parametrize("model", [
     dp.GaussianModel(means={0: [0.0], 1: [0.8]}, covariances={0: [[1.0]], 1: [[2.25]]}),

@@ -64,17 +64,17 @@ def weight_matrix(weights: ArrayLike | None, dim: int) -> NDArray[np.float64]:
     w = check_array(weights, "weights")
     if w.ndim == 1:
         if w.shape[0] != dim:
-            raise InvalidTypeError(f"weights: expected {dim} weights (one per statistic), got {w.shape[0]}")
+            raise InvalidTypeError(f"expected {dim} weights (one per statistic), got {w.shape[0]}", argument="weights")
         if not np.all(w > 0):
-            raise InvalidParameterError("weights: every weight must be > 0")
+            raise InvalidParameterError("every weight must be > 0", argument="weights")
         return np.diag(w)
     if w.ndim != 2 or w.shape != (dim, dim):
-        raise InvalidTypeError(f"weights: expected a vector of length {dim} or a {dim}x{dim} matrix, got shape {w.shape}")
+        raise InvalidTypeError(f"expected a vector of length {dim} or a {dim}x{dim} matrix, got shape {w.shape}", argument="weights")
     if not np.allclose(w, w.T, rtol=1e-10, atol=1e-12 * float(np.abs(w).max(initial=1.0))):
-        raise InvalidParameterError("weights: the weight matrix must be symmetric")
+        raise InvalidParameterError("the weight matrix must be symmetric", argument="weights")
     sym = 0.5 * (w + w.T)
     if float(np.linalg.eigvalsh(sym)[0]) <= 0:
-        raise InvalidParameterError("weights: the weight matrix must be positive definite")
+        raise InvalidParameterError("the weight matrix must be positive definite", argument="weights")
     return sym
 
 
@@ -191,7 +191,8 @@ def optm(inp: Inputs, *, weights: ArrayLike | None = None) -> Mechanism:
     An :class:`~distpriv.EmpiricalModel` enters through its Gaussian fit (stated in the guarantee).
     """
     if inp.calibration != Calibration.EXACT:
-        raise InvalidParameterError("calibration: OptM is calibrated by the exact profile only; use calibration='exact'")
+        raise InvalidParameterError("OptM is calibrated by the exact profile only; use calibration='exact'",
+                                    argument="calibration")
     g = as_gaussian(inp.model)
     m = g.dim
     weight = weight_matrix(weights, m)
