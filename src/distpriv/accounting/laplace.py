@@ -292,14 +292,13 @@ class GaussLaplaceCoord:
         ``skip_negligible``: a base cell whose mass is at most NEGLIGIBLE_MASS under both laws is not subdivided
         (its mass under P is <= w·exp(max ln p at its ends + w/b), ln p being within w/b of its chord; the
         criterion is symmetric in p, q, so the reversed pair's grid is the same)."""
-        b, sp, sq = self.b, self.s_p, self.s_q
+        b = self.b
         n = int(math.ceil((hi - lo) / w))
         if n > MAX_BASE_CELLS:
             n = MAX_BASE_CELLS
             w = (hi - lo) / n
         y0 = lo + w * np.arange(n + 1, dtype=float)
-        fp0 = gl_logpdf(y0, self.mu_p, sp, b)
-        fq0 = gl_logpdf(y0, self.mu_q, sq, b)
+        fp0, fq0 = self._logpdfs(y0)
         ell0 = fp0 - fq0
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
@@ -323,9 +322,18 @@ class GaussLaplaceCoord:
         fq = np.empty(y.size)
         fp[first], fp[-1], fq[first], fq[-1] = fp0[:-1], fp0[-1], fq0[:-1], fq0[-1]
         if bool(new_pt.any()):
-            fp[new_pt] = gl_logpdf(y[new_pt], self.mu_p, sp, b)
-            fq[new_pt] = gl_logpdf(y[new_pt], self.mu_q, sq, b)
+            fp[new_pt], fq[new_pt] = self._logpdfs(y[new_pt])
         return y, fp, fq
+
+    def _logpdfs(self, y: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(ln p(y), ln q(y)). With s_p = s_q > 0 one :func:`gl_logpdf` call on y − μ_p and y − μ_q laid end to end
+        (centred at 0): every step of the density is elementwise and gl_logpdf's first is z = y − μ, so the floats
+        are those of the two calls (z − 0 = z), at half the calls' fixed cost."""
+        b, sp, sq = self.b, self.s_p, self.s_q
+        if sp == sq and sp > 0:
+            both = gl_logpdf(np.concatenate([y - self.mu_p, y - self.mu_q]), 0.0, sp, b)
+            return both[: y.size], both[y.size:]
+        return gl_logpdf(y, self.mu_p, sp, b), gl_logpdf(y, self.mu_q, sq, b)
 
     def _bracket_cells(self, y: NDArray[np.float64], fp: NDArray[np.float64], fq: NDArray[np.float64], lo: float,
                        hi: float, certified_tails: bool) -> dict[str, Any]:
