@@ -56,3 +56,32 @@ def test_window_losses_equal_one_call_per_point() -> None:
         for y, g in zip((y1, y2), got, strict=True):
             d = lap.gl_logpdf(np.array([y, y - 0.8]), 0.0, 0.3, 0.9)
             assert g == float(d[0] - d[1])
+
+
+def test_density_terms_in_one_call_equal_one_call_per_term() -> None:
+    """gl_logpdf evaluates both terms of the density in one _gl_term call: the floats of one call per term."""
+    rng = np.random.default_rng(5)
+    for mu, s, b in [(0.0, 0.4, 1.0), (1.5, 3.0, 0.1), (-2.0, 1e-3, 4.0)]:
+        y = np.concatenate([rng.normal(mu, 40.0 * (s + b), 400), [mu, -1e5, 1e5]])
+        z = y - mu
+        x1, x2 = z / s - s / b, -z / s - s / b
+        base, half = -0.5 * (z / s) ** 2, s * s / (2 * b * b)
+        t1 = lap._gl_term(z, x1, base, -1.0, half, b)
+        t2 = lap._gl_term(z, x2, base, 1.0, half, b)
+        assert np.array_equal(lap.gl_logpdf(y, mu, s, b), -np.log(2.0 * b) + np.logaddexp(t1, t2))
+
+
+def test_l1_tail_with_unsaturated_ndtr_equals_full_ndtr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """l1_tail evaluates Φ only where it is not saturated (laplace._ndtr): the floats of evaluating it everywhere."""
+    from scipy import special
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(5, 5))
+    cov = a @ a.T / 5.0
+    mean, scales = rng.normal(0.0, 2.0, 5), rng.uniform(3.0, 6.0, 5)
+    s = np.linspace(0.0, 40.0, 801)
+    got = lc.l1_tail(s, mean, cov, scales)
+    monkeypatch.setattr(lap, "_ndtr", special.ndtr)
+    ref = lc.l1_tail(s, mean, cov, scales)
+    assert np.array_equal(got, ref)
+    assert float(got.min()) < 1e-6 and float(got.max()) == 1.0  # the grid reaches both saturated ends

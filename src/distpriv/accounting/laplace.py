@@ -111,7 +111,10 @@ def _gl_terms(y: ArrayLike, mu: float, s: float, b: float) -> tuple[NDArray[np.f
     x2 = -z / s - s / b  # term e^{z/b} Φ(x2) e^{s²/2b²}
     base = -0.5 * (z / s) ** 2
     half = s * s / (2 * b * b)
-    return _gl_term(z, x1, base, -1.0, half, b), _gl_term(z, x2, base, 1.0, half, b), shape
+    # both terms in one call (every step is elementwise; the first term's −z/b is (−z)/b, the same float)
+    n = z.size
+    both = _gl_term(np.concatenate([-z, z]), np.concatenate([x1, x2]), np.concatenate([base, base]), 1.0, half, b)
+    return both[:n], both[n:], shape
 
 
 def _as_shape(v: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:

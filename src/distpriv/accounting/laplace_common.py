@@ -290,7 +290,7 @@ def l1_tail(s: NDArray[np.float64], mean: NDArray[np.float64], cov: NDArray[np.f
         with np.errstate(divide="ignore", invalid="ignore"):
             pos = sd > 0
             sdv = np.where(pos, sd, 1.0)
-            z = special.ndtr((-tk - mu) / sdv) + special.ndtr((mu - tk) / sdv)
+            z = lap._ndtr((-tk - mu) / sdv) + lap._ndtr((mu - tk) / sdv)  # Φ, evaluated only where not saturated
             z = np.where(pos, z, (tk < am).astype(float))
         out = np.minimum(out, z.sum(axis=1))
     with np.errstate(divide="ignore", invalid="ignore"):
