@@ -85,3 +85,23 @@ def test_l1_tail_with_unsaturated_ndtr_equals_full_ndtr(monkeypatch: pytest.Monk
     ref = lc.l1_tail(s, mean, cov, scales)
     assert np.array_equal(got, ref)
     assert float(got.min()) < 1e-6 and float(got.max()) == 1.0  # the grid reaches both saturated ends
+
+
+def test_memoised_candidates_and_shift_laws_equal_fresh_ones() -> None:
+    """The bound reads its candidates of C and the laws of D from memos (a search scales the noise only): the
+    arrays equal fresh computations, and they are read-only (no caller can change what the next one reads)."""
+    rng = np.random.default_rng(9)
+    a, b = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+    sa, sb = a @ a.T / 4 + 0.3 * np.eye(4), b @ b.T / 4 + 0.2 * np.eye(4)
+    dm = np.abs(rng.normal(size=4))
+    memo = lc._candidates_of(sa.tobytes(), sb.tobytes(), 4, lc.BARRIER_MUS, lc.FRACTIONS)
+    fresh = lc.candidates(sa, sb)
+    assert len(memo) == len(fresh) >= 2
+    for c_memo, c_fresh in zip(memo, fresh, strict=True):
+        assert np.array_equal(c_memo, c_fresh) and not c_memo.flags.writeable
+        mean, cov = lc.shift_law(dm, sa, sb, c_memo)
+        sh = lap.coupling_shift(dm, sa - np.diag(c_fresh), np.zeros(4), sb - np.diag(c_fresh), np.eye(4))
+        assert np.array_equal(mean, sh.mean) and np.array_equal(cov, sh.cov)
+        assert not mean.flags.writeable and not cov.flags.writeable
+        again = lc.shift_law(dm.copy(), sa.copy(), sb.copy(), c_fresh)
+        assert again[0] is mean and again[1] is cov  # a hit: the very arrays

@@ -175,7 +175,7 @@ def _bound(dm_b: bytes, sa_b: bytes, sb_b: bytes, sc_b: bytes, d: int, epsilon: 
     # the candidates in the order of their first corner (z = 0: a lower bound on their final values' part below ũ_0,
     # and a good guide to the least): the first ones' bounds cap the others' levels (:func:`box_bound`)
     firsts = [(shifted_product_delta(np.abs(shift_law(dm, sa, sb, c)[0]), c, sc, epsilon), i, c)
-              for i, c in enumerate(candidates(sa, sb))]
+              for i, c in enumerate(_candidates_of(sa_b, sb_b, d, BARRIER_MUS, FRACTIONS))]
     for u0, _, c in sorted(firsts, key=lambda x: (x[0], x[1])):
         best = min(best, box_bound(dm, sa, sb, c, sc, epsilon, None if target < 0 else target, cap=best, first=u0))
         if 0 <= target and best <= target:  # decided (this candidate's levels ran as without a target, or to DECIDED)
@@ -263,13 +263,39 @@ def candidates(sa: NDArray[np.float64], sb: NDArray[np.float64]) -> list[NDArray
     return list(seen.values())
 
 
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _candidates_of(sa_b: bytes, sb_b: bytes, d: int, mus: tuple[float, ...],
+                  fractions: tuple[float, ...]) -> tuple[NDArray[np.float64], ...]:
+    """:func:`candidates` on float64 bytes, memoised (read-only arrays): they depend on the covariances in the basis
+    coordinates only (and on the constants ``mus`` = BARRIER_MUS, ``fractions`` = FRACTIONS, part of the key), which a
+    calibration's search keeps while it scales the noise."""
+    out = tuple(candidates(np.frombuffer(sa_b).reshape(d, d), np.frombuffer(sb_b).reshape(d, d)))
+    for c in out:
+        c.flags.writeable = False
+    return out
+
+
 # --------------------------------------------------------------------------- the bound for one C
 def shift_law(dm: NDArray[np.float64], sa: NDArray[np.float64], sb: NDArray[np.float64],
               c: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(E D, Cov D) of D = V_a − V_b under the optimal-transport coupling of N(0, S_a − C) and N(0, S_b − C)."""
-    d = dm.size
+    """(E D, Cov D) of D = V_a − V_b under the optimal-transport coupling of N(0, S_a − C) and N(0, S_b − C).
+
+    Memoised on the exact bits of (E(V_a − V_b), S_a, S_b, c) (read-only arrays): a calibration's search scales the
+    noise only, so every step asks for the same laws."""
+    key = tuple(np.ascontiguousarray(v, dtype=float).tobytes() for v in (dm, sa, sb, c))
+    return _shift_law(*key, int(np.asarray(dm).size))
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _shift_law(dm_b: bytes, sa_b: bytes, sb_b: bytes, c_b: bytes, d: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`shift_law` on float64 bytes."""
+    dm, c = np.frombuffer(dm_b), np.frombuffer(c_b)
+    sa, sb = np.frombuffer(sa_b).reshape(d, d), np.frombuffer(sb_b).reshape(d, d)
     sh = lap.coupling_shift(dm, sa - np.diag(c), np.zeros(d), sb - np.diag(c), np.eye(d))
-    return sh.mean, sh.cov
+    mean, cov = np.array(sh.mean, dtype=float), np.array(sh.cov, dtype=float)
+    mean.flags.writeable = False
+    cov.flags.writeable = False
+    return mean, cov
 
 
 def l1_tail(s: NDArray[np.float64], mean: NDArray[np.float64], cov: NDArray[np.float64],
