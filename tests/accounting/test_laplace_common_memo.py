@@ -1,6 +1,6 @@
-"""The speed-ups of the common-factor bound keep its floats (issue 25, compare speed-up): the memoised corner
-values equal fresh computations, the batched density calls equal one call per law, and a constant that changes
-the corners is part of the memo key."""
+"""The speed-ups of the common-factor bound and of the coupling bound keep their floats (issue 25, compare
+speed-up): memoised values equal fresh computations, batched calls (densities, Φ, level splits) equal one call at a
+time, and a constant that changes the corners is part of the memo key."""
 
 from __future__ import annotations
 
@@ -105,3 +105,24 @@ def test_memoised_candidates_and_shift_laws_equal_fresh_ones() -> None:
         assert not mean.flags.writeable and not cov.flags.writeable
         again = lc.shift_law(dm.copy(), sa.copy(), sb.copy(), c_fresh)
         assert again[0] is mean and again[1] is cov  # a hit: the very arrays
+
+
+def test_batched_level_splits_equal_one_t0_at_a_time() -> None:
+    """The coupling bound's two level splits (t0 and t0 + Σσ) in one bisection: the floats of one call per t0,
+    also where a coordinate is deterministic (σ = 0) or a t0 leaves no room (None)."""
+    rng = np.random.default_rng(21)
+    for d in (3, 5, 6):
+        for _ in range(4):
+            mu, sd = rng.normal(0.0, 2.0, d), rng.uniform(0.1, 1.5, d)
+            if d == 6:
+                sd[2] = 0.0
+            base = float(np.abs(mu).sum())
+            t0s = (base * 1.05 + 0.2, base * 1.05 + 0.2 + float(sd.sum()), 0.5 * base)
+            batched = lap._level_splits(mu, sd, t0s)
+            single = [lap._level_split(mu, sd, t0) for t0 in t0s]
+            assert batched[2] is None and single[2] is None
+            for x, y in zip(batched[:2], single[:2], strict=True):
+                assert x is not None and y is not None and np.array_equal(x, y)
+            splits = lap._best_splits(mu.tobytes(), sd.tobytes(), t0s[:2])
+            for t0, pi in zip(t0s[:2], splits, strict=True):
+                assert np.array_equal(pi, lap._best_split(mu.tobytes(), sd.tobytes(), t0))

@@ -873,17 +873,26 @@ def _best_split(mu_b: bytes, sd_b: bytes, t0: float) -> NDArray[np.float64]:
     so the search only sets the tightness; memoised because a search over ε (the loss split of
     :mod:`.release`) asks for the same t0 many times.
     """
+    return _best_splits(mu_b, sd_b, (t0,))[0]
+
+
+@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
+def _best_splits(mu_b: bytes, sd_b: bytes, t0s: tuple[float, ...]) -> tuple[NDArray[np.float64], ...]:
+    """:func:`_best_split` at each of ``t0s``, the level splits of all in one :func:`_level_splits` call (its
+    steps are elementwise over the levels: the floats of one call per t0, at its fixed cost once)."""
     mu, sd = np.frombuffer(mu_b), np.frombuffer(sd_b)
     if mu.size == 2 and bool(np.all(sd > 0)):
-        return _best_split_2(mu, sd, t0)
-    wv = np.abs(mu) + sd
-    out = wv / wv.sum()
-    pi = _level_split(mu, sd, t0)
-    t0a = np.array([t0])
-    if pi is not None and float(_tail_for(t0a, pi, mu, sd)[0]) <= float(_tail_for(t0a, out, mu, sd)[0]):
-        out = pi
-    out.flags.writeable = False
-    return out
+        return tuple(_best_split_2(mu, sd, t0) for t0 in t0s)
+    out = []
+    for t0, pi in zip(t0s, _level_splits(mu, sd, t0s), strict=True):
+        wv = np.abs(mu) + sd
+        best = wv / wv.sum()
+        t0a = np.array([t0])
+        if pi is not None and float(_tail_for(t0a, pi, mu, sd)[0]) <= float(_tail_for(t0a, best, mu, sd)[0]):
+            best = pi
+        best.flags.writeable = False
+        out.append(best)
+    return tuple(out)
 
 
 #: Levels of each refinement pass of :func:`_level_split`, bisection steps of each coordinate's
@@ -894,7 +903,14 @@ SPLIT_LEVELS, SPLIT_INNER, SPLIT_PASSES = 48, 34, 3
 
 def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) -> NDArray[np.float64] | None:
     """The split minimising Σ_k f_k(s_k), f_k(s) = P(|Y_k| > s), over s_k ≥ m_k = |μ_k| with Σ_k s_k = t0
-    (π = s / t0), vectorised; ``None`` when t0 leaves no room above Σ_k m_k.
+    (π = s / t0) (:func:`_level_splits` at one t0)."""
+    return _level_splits(mu, sd, (t0,))[0]
+
+
+def _level_splits(mu: NDArray[np.float64], sd: NDArray[np.float64],
+                  t0s: tuple[float, ...]) -> list[NDArray[np.float64] | None]:
+    """For each t0 of ``t0s``: the split minimising Σ_k f_k(s_k), f_k(s) = P(|Y_k| > s), over s_k ≥ m_k = |μ_k| with
+    Σ_k s_k = t0 (π = s / t0), vectorised; ``None`` when t0 leaves no room above Σ_k m_k.
 
     On s ≥ m_k the density p_k(s) = −f_k'(s) = [φ((s − m_k)/σ_k) + φ((s + m_k)/σ_k)]/σ_k decreases, so each
     f_k is convex there and the KKT conditions of this convex problem, p_k(s_k) = λ for s_k > m_k and
@@ -904,20 +920,24 @@ def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) ->
     u_k(ℓ) is found by bisection between √(2(−c_k − ℓ)) and √(2(log 2 − c_k − ℓ)) (c_k = log(σ_k√(2π))),
     all levels and coordinates at once; Σ_k s_k(ℓ) decreases in ℓ, so ℓ = top − v² is bracketed by grid
     passes over v and the two bracketing solutions interpolated to sum to t0. A coordinate with σ_k = 0
-    (|Y_k| = m_k surely) gets s_k = m_k(1 + 10⁻¹²).
+    (|Y_k| = m_k surely) gets s_k = m_k(1 + 10⁻¹²). The levels of every t0 are bisected in one array (each step is
+    elementwise per level and coordinate, so the floats are those of one t0 at a time).
     """
     m = np.abs(mu)
     pos = sd > 0
     fixed = np.where(pos, 0.0, m * (1.0 + 1e-12))
-    budget = t0 - float(fixed.sum())
-    if not bool(pos.any()) or not budget > float(m[pos].sum()):
-        return None
+    result: list[NDArray[np.float64] | None] = [None] * len(t0s)
+    if not bool(pos.any()):
+        return result
+    budgets = {i: t0 - float(fixed.sum()) for i, t0 in enumerate(t0s)}
+    todo = [i for i, budget in budgets.items() if budget > float(m[pos].sum())]
+    if not todo:
+        return result
     mp, sp = m[pos], sd[pos]
     a = mp / sp
     c = np.log(sp * math.sqrt(2.0 * math.pi))
     h0 = -c + np.logaddexp(0.0, -2.0 * a * a)  # log p_k(m_k)
     top = float(h0.max())
-    bottom = float(np.max(-c - 0.5 * (budget / sp) ** 2))  # there every s_k ≥ m_k + budget: Σ s_k > budget
     log2 = math.log(2.0)
 
     def s_at(v: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -932,21 +952,34 @@ def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) ->
             hi = np.where(above, hi, mid)
         return np.asarray(mp + sp * (0.5 * (lo + hi)), dtype=float)
 
-    lo_v, hi_v = 0.0, math.sqrt(max(top - bottom, 0.0))
-    s_lo = s_hi = mp
-    t_lo = t_hi = float(mp.sum())
+    lo_v: dict[int, float] = {}
+    hi_v: dict[int, float] = {}
+    s_lo: dict[int, NDArray[np.float64]] = {}
+    s_hi: dict[int, NDArray[np.float64]] = {}
+    t_lo: dict[int, float] = {}
+    t_hi: dict[int, float] = {}
+    for i in todo:
+        bottom = float(np.max(-c - 0.5 * (budgets[i] / sp) ** 2))  # there every s_k ≥ m_k + budget: Σ s_k > budget
+        lo_v[i], hi_v[i] = 0.0, math.sqrt(max(top - bottom, 0.0))
+        s_lo[i] = s_hi[i] = mp
+        t_lo[i] = t_hi[i] = float(mp.sum())
     for _ in range(SPLIT_PASSES):
-        v = np.linspace(lo_v, hi_v, SPLIT_LEVELS)
-        s = s_at(v)
-        tot = s.sum(axis=1)
-        j = min(max(int(np.searchsorted(tot, budget)), 1), SPLIT_LEVELS - 1)
-        lo_v, hi_v = float(v[j - 1]), float(v[j])
-        s_lo, s_hi, t_lo, t_hi = s[j - 1], s[j], float(tot[j - 1]), float(tot[j])
-    w = 0.0 if t_hi == t_lo else min(1.0, max(0.0, (budget - t_lo) / (t_hi - t_lo)))
-    star = (1.0 - w) * s_lo + w * s_hi
-    out = fixed.copy()
-    out[pos] = star * (budget / float(star.sum()))
-    return np.asarray(out / float(out.sum()), dtype=float)
+        vs = {i: np.linspace(lo_v[i], hi_v[i], SPLIT_LEVELS) for i in todo}
+        s_all = s_at(np.concatenate([vs[i] for i in todo]))
+        for n, i in enumerate(todo):
+            v, s = vs[i], s_all[n * SPLIT_LEVELS:(n + 1) * SPLIT_LEVELS]
+            tot = s.sum(axis=1)
+            j = min(max(int(np.searchsorted(tot, budgets[i])), 1), SPLIT_LEVELS - 1)
+            lo_v[i], hi_v[i] = float(v[j - 1]), float(v[j])
+            s_lo[i], s_hi[i], t_lo[i], t_hi[i] = s[j - 1], s[j], float(tot[j - 1]), float(tot[j])
+    for i in todo:
+        budget = budgets[i]
+        w = 0.0 if t_hi[i] == t_lo[i] else min(1.0, max(0.0, (budget - t_lo[i]) / (t_hi[i] - t_lo[i])))
+        star = (1.0 - w) * s_lo[i] + w * s_hi[i]
+        out = fixed.copy()
+        out[pos] = star * (budget / float(star.sum()))
+        result[i] = np.asarray(out / float(out.sum()), dtype=float)
+    return result
 
 
 #: Points of each of the two grid passes of :func:`_best_split_2` (the split's resolution is ~1/SPLIT_POINTS²).
@@ -992,9 +1025,10 @@ def _coupling_reduced(mu_b: bytes, c_b: bytes, d: int, epsilon: float, points: i
     if d > 1:
         t0 = max(epsilon, 1.05 * total)
         mu_b, sd_b = np.ascontiguousarray(mu).tobytes(), np.ascontiguousarray(sd).tobytes()
-        cands.append(_best_split(mu_b, sd_b, t0))
         if d > 2:  # the tail beyond t0 weighs too: the split that is best one spread Σσ_k further out
-            cands.append(_best_split(mu_b, sd_b, t0 + float(sd.sum())))
+            cands.extend(_best_splits(mu_b, sd_b, (t0, t0 + float(sd.sum()))))
+        else:
+            cands.append(_best_split(mu_b, sd_b, t0))
     ef = float(_folded_mean(mu, sd).sum())
     lip = min(float(sd.sum()), math.sqrt(d) * math.sqrt(max(float(np.linalg.eigvalsh(c)[-1]), 0.0)))
 
