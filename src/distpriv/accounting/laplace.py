@@ -111,7 +111,10 @@ def _gl_terms(y: ArrayLike, mu: float, s: float, b: float) -> tuple[NDArray[np.f
     x2 = -z / s - s / b  # term e^{z/b} Φ(x2) e^{s²/2b²}
     base = -0.5 * (z / s) ** 2
     half = s * s / (2 * b * b)
-    return _gl_term(z, x1, base, -1.0, half, b), _gl_term(z, x2, base, 1.0, half, b), shape
+    # both terms in one call (every step is elementwise; the first term's −z/b is (−z)/b, the same float)
+    n = z.size
+    both = _gl_term(np.concatenate([-z, z]), np.concatenate([x1, x2]), np.concatenate([base, base]), 1.0, half, b)
+    return both[:n], both[n:], shape
 
 
 def _as_shape(v: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:
@@ -292,14 +295,13 @@ class GaussLaplaceCoord:
         ``skip_negligible``: a base cell whose mass is at most NEGLIGIBLE_MASS under both laws is not subdivided
         (its mass under P is <= w·exp(max ln p at its ends + w/b), ln p being within w/b of its chord; the
         criterion is symmetric in p, q, so the reversed pair's grid is the same)."""
-        b, sp, sq = self.b, self.s_p, self.s_q
+        b = self.b
         n = int(math.ceil((hi - lo) / w))
         if n > MAX_BASE_CELLS:
             n = MAX_BASE_CELLS
             w = (hi - lo) / n
         y0 = lo + w * np.arange(n + 1, dtype=float)
-        fp0 = gl_logpdf(y0, self.mu_p, sp, b)
-        fq0 = gl_logpdf(y0, self.mu_q, sq, b)
+        fp0, fq0 = self._logpdfs(y0)
         ell0 = fp0 - fq0
         # subdivide cells where the loss moves by more than κ (a refinement only: every cell's bounds
         # below are computed from its own end values, so they hold for any grid)
@@ -323,9 +325,18 @@ class GaussLaplaceCoord:
         fq = np.empty(y.size)
         fp[first], fp[-1], fq[first], fq[-1] = fp0[:-1], fp0[-1], fq0[:-1], fq0[-1]
         if bool(new_pt.any()):
-            fp[new_pt] = gl_logpdf(y[new_pt], self.mu_p, sp, b)
-            fq[new_pt] = gl_logpdf(y[new_pt], self.mu_q, sq, b)
+            fp[new_pt], fq[new_pt] = self._logpdfs(y[new_pt])
         return y, fp, fq
+
+    def _logpdfs(self, y: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(ln p(y), ln q(y)). With s_p = s_q > 0 one :func:`gl_logpdf` call on y − μ_p and y − μ_q laid end to end
+        (centred at 0): every step of the density is elementwise and gl_logpdf's first is z = y − μ, so the floats
+        are those of the two calls (z − 0 = z), at half the calls' fixed cost."""
+        b, sp, sq = self.b, self.s_p, self.s_q
+        if sp == sq and sp > 0:
+            both = gl_logpdf(np.concatenate([y - self.mu_p, y - self.mu_q]), 0.0, sp, b)
+            return both[: y.size], both[y.size:]
+        return gl_logpdf(y, self.mu_p, sp, b), gl_logpdf(y, self.mu_q, sq, b)
 
     def _bracket_cells(self, y: NDArray[np.float64], fp: NDArray[np.float64], fq: NDArray[np.float64], lo: float,
                        hi: float, certified_tails: bool) -> dict[str, Any]:
@@ -862,17 +873,26 @@ def _best_split(mu_b: bytes, sd_b: bytes, t0: float) -> NDArray[np.float64]:
     so the search only sets the tightness; memoised because a search over ε (the loss split of
     :mod:`.release`) asks for the same t0 many times.
     """
+    return _best_splits(mu_b, sd_b, (t0,))[0]
+
+
+@functools.lru_cache(maxsize=COUPLING_MEMO_SIZE)
+def _best_splits(mu_b: bytes, sd_b: bytes, t0s: tuple[float, ...]) -> tuple[NDArray[np.float64], ...]:
+    """:func:`_best_split` at each of ``t0s``, the level splits of all in one :func:`_level_splits` call (its
+    steps are elementwise over the levels: the floats of one call per t0, at its fixed cost once)."""
     mu, sd = np.frombuffer(mu_b), np.frombuffer(sd_b)
     if mu.size == 2 and bool(np.all(sd > 0)):
-        return _best_split_2(mu, sd, t0)
-    wv = np.abs(mu) + sd
-    out = wv / wv.sum()
-    pi = _level_split(mu, sd, t0)
-    t0a = np.array([t0])
-    if pi is not None and float(_tail_for(t0a, pi, mu, sd)[0]) <= float(_tail_for(t0a, out, mu, sd)[0]):
-        out = pi
-    out.flags.writeable = False
-    return out
+        return tuple(_best_split_2(mu, sd, t0) for t0 in t0s)
+    out = []
+    for t0, pi in zip(t0s, _level_splits(mu, sd, t0s), strict=True):
+        wv = np.abs(mu) + sd
+        best = wv / wv.sum()
+        t0a = np.array([t0])
+        if pi is not None and float(_tail_for(t0a, pi, mu, sd)[0]) <= float(_tail_for(t0a, best, mu, sd)[0]):
+            best = pi
+        best.flags.writeable = False
+        out.append(best)
+    return tuple(out)
 
 
 #: Levels of each refinement pass of :func:`_level_split`, bisection steps of each coordinate's
@@ -883,7 +903,14 @@ SPLIT_LEVELS, SPLIT_INNER, SPLIT_PASSES = 48, 34, 3
 
 def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) -> NDArray[np.float64] | None:
     """The split minimising Σ_k f_k(s_k), f_k(s) = P(|Y_k| > s), over s_k ≥ m_k = |μ_k| with Σ_k s_k = t0
-    (π = s / t0), vectorised; ``None`` when t0 leaves no room above Σ_k m_k.
+    (π = s / t0) (:func:`_level_splits` at one t0)."""
+    return _level_splits(mu, sd, (t0,))[0]
+
+
+def _level_splits(mu: NDArray[np.float64], sd: NDArray[np.float64],
+                  t0s: tuple[float, ...]) -> list[NDArray[np.float64] | None]:
+    """For each t0 of ``t0s``: the split minimising Σ_k f_k(s_k), f_k(s) = P(|Y_k| > s), over s_k ≥ m_k = |μ_k| with
+    Σ_k s_k = t0 (π = s / t0), vectorised; ``None`` when t0 leaves no room above Σ_k m_k.
 
     On s ≥ m_k the density p_k(s) = −f_k'(s) = [φ((s − m_k)/σ_k) + φ((s + m_k)/σ_k)]/σ_k decreases, so each
     f_k is convex there and the KKT conditions of this convex problem, p_k(s_k) = λ for s_k > m_k and
@@ -893,20 +920,24 @@ def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) ->
     u_k(ℓ) is found by bisection between √(2(−c_k − ℓ)) and √(2(log 2 − c_k − ℓ)) (c_k = log(σ_k√(2π))),
     all levels and coordinates at once; Σ_k s_k(ℓ) decreases in ℓ, so ℓ = top − v² is bracketed by grid
     passes over v and the two bracketing solutions interpolated to sum to t0. A coordinate with σ_k = 0
-    (|Y_k| = m_k surely) gets s_k = m_k(1 + 10⁻¹²).
+    (|Y_k| = m_k surely) gets s_k = m_k(1 + 10⁻¹²). The levels of every t0 are bisected in one array (each step is
+    elementwise per level and coordinate, so the floats are those of one t0 at a time).
     """
     m = np.abs(mu)
     pos = sd > 0
     fixed = np.where(pos, 0.0, m * (1.0 + 1e-12))
-    budget = t0 - float(fixed.sum())
-    if not bool(pos.any()) or not budget > float(m[pos].sum()):
-        return None
+    result: list[NDArray[np.float64] | None] = [None] * len(t0s)
+    if not bool(pos.any()):
+        return result
+    budgets = {i: t0 - float(fixed.sum()) for i, t0 in enumerate(t0s)}
+    todo = [i for i, budget in budgets.items() if budget > float(m[pos].sum())]
+    if not todo:
+        return result
     mp, sp = m[pos], sd[pos]
     a = mp / sp
     c = np.log(sp * math.sqrt(2.0 * math.pi))
     h0 = -c + np.logaddexp(0.0, -2.0 * a * a)  # log p_k(m_k)
     top = float(h0.max())
-    bottom = float(np.max(-c - 0.5 * (budget / sp) ** 2))  # there every s_k ≥ m_k + budget: Σ s_k > budget
     log2 = math.log(2.0)
 
     def s_at(v: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -921,21 +952,34 @@ def _level_split(mu: NDArray[np.float64], sd: NDArray[np.float64], t0: float) ->
             hi = np.where(above, hi, mid)
         return np.asarray(mp + sp * (0.5 * (lo + hi)), dtype=float)
 
-    lo_v, hi_v = 0.0, math.sqrt(max(top - bottom, 0.0))
-    s_lo = s_hi = mp
-    t_lo = t_hi = float(mp.sum())
+    lo_v: dict[int, float] = {}
+    hi_v: dict[int, float] = {}
+    s_lo: dict[int, NDArray[np.float64]] = {}
+    s_hi: dict[int, NDArray[np.float64]] = {}
+    t_lo: dict[int, float] = {}
+    t_hi: dict[int, float] = {}
+    for i in todo:
+        bottom = float(np.max(-c - 0.5 * (budgets[i] / sp) ** 2))  # there every s_k ≥ m_k + budget: Σ s_k > budget
+        lo_v[i], hi_v[i] = 0.0, math.sqrt(max(top - bottom, 0.0))
+        s_lo[i] = s_hi[i] = mp
+        t_lo[i] = t_hi[i] = float(mp.sum())
     for _ in range(SPLIT_PASSES):
-        v = np.linspace(lo_v, hi_v, SPLIT_LEVELS)
-        s = s_at(v)
-        tot = s.sum(axis=1)
-        j = min(max(int(np.searchsorted(tot, budget)), 1), SPLIT_LEVELS - 1)
-        lo_v, hi_v = float(v[j - 1]), float(v[j])
-        s_lo, s_hi, t_lo, t_hi = s[j - 1], s[j], float(tot[j - 1]), float(tot[j])
-    w = 0.0 if t_hi == t_lo else min(1.0, max(0.0, (budget - t_lo) / (t_hi - t_lo)))
-    star = (1.0 - w) * s_lo + w * s_hi
-    out = fixed.copy()
-    out[pos] = star * (budget / float(star.sum()))
-    return np.asarray(out / float(out.sum()), dtype=float)
+        vs = {i: np.linspace(lo_v[i], hi_v[i], SPLIT_LEVELS) for i in todo}
+        s_all = s_at(np.concatenate([vs[i] for i in todo]))
+        for n, i in enumerate(todo):
+            v, s = vs[i], s_all[n * SPLIT_LEVELS:(n + 1) * SPLIT_LEVELS]
+            tot = s.sum(axis=1)
+            j = min(max(int(np.searchsorted(tot, budgets[i])), 1), SPLIT_LEVELS - 1)
+            lo_v[i], hi_v[i] = float(v[j - 1]), float(v[j])
+            s_lo[i], s_hi[i], t_lo[i], t_hi[i] = s[j - 1], s[j], float(tot[j - 1]), float(tot[j])
+    for i in todo:
+        budget = budgets[i]
+        w = 0.0 if t_hi[i] == t_lo[i] else min(1.0, max(0.0, (budget - t_lo[i]) / (t_hi[i] - t_lo[i])))
+        star = (1.0 - w) * s_lo[i] + w * s_hi[i]
+        out = fixed.copy()
+        out[pos] = star * (budget / float(star.sum()))
+        result[i] = np.asarray(out / float(out.sum()), dtype=float)
+    return result
 
 
 #: Points of each of the two grid passes of :func:`_best_split_2` (the split's resolution is ~1/SPLIT_POINTS²).
@@ -981,9 +1025,10 @@ def _coupling_reduced(mu_b: bytes, c_b: bytes, d: int, epsilon: float, points: i
     if d > 1:
         t0 = max(epsilon, 1.05 * total)
         mu_b, sd_b = np.ascontiguousarray(mu).tobytes(), np.ascontiguousarray(sd).tobytes()
-        cands.append(_best_split(mu_b, sd_b, t0))
         if d > 2:  # the tail beyond t0 weighs too: the split that is best one spread Σσ_k further out
-            cands.append(_best_split(mu_b, sd_b, t0 + float(sd.sum())))
+            cands.extend(_best_splits(mu_b, sd_b, (t0, t0 + float(sd.sum()))))
+        else:
+            cands.append(_best_split(mu_b, sd_b, t0))
     ef = float(_folded_mean(mu, sd).sum())
     lip = min(float(sd.sum()), math.sqrt(d) * math.sqrt(max(float(np.linalg.eigvalsh(c)[-1]), 0.0)))
 
