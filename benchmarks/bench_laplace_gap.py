@@ -62,9 +62,9 @@ PAPER_EPSILONS = (0.2, 1.0, 5.0)
 BETA = 1e-6
 #: At most this many certifications per floor (each at β / FLOOR_CHECKS).
 FLOOR_CHECKS = 3
-#: The pilot's projected lower bound must exceed FLOOR_MARGIN × target before a certification is tried (the
-#: projection is itself a Monte Carlo estimate; δ is steep in the scale, so the margin costs a few % of the floor).
-FLOOR_MARGIN = 1.3
+#: The pilot's projected lower bound must exceed the target by FLOOR_MARGIN standard errors of the projection (from
+#: the pilot's second half) before a certification is tried: the projection is itself a Monte Carlo estimate.
+FLOOR_MARGIN = 1.0
 #: Mixture nodes of the surrogate (64: the log-ratio within ~0.02 of 8192 nodes' on the sets used).
 NODES = 64
 
@@ -128,21 +128,23 @@ def floor_scale(pair: po.BasisPair, eps: float, target: float, n: int, pilot: in
     draws = po.UnitDraws.draw(pilot, pair.ma.size, rng)
     beta = BETA / FLOOR_CHECKS
 
-    goal = FLOOR_MARGIN * target
-
-    def proj(k: float) -> tuple[po.SetTest, float]:
+    def proj(k: float) -> tuple[po.SetTest, float, float]:
         return po.choose_test(pair.with_scales(k * pair.scales), eps, draws, nodes, beta, n)
 
+    def above(k: float) -> bool:  # the projection exceeds the target with a margin of FLOOR_MARGIN pilot errors
+        _, value, se = proj(k)
+        return value > target + FLOOR_MARGIN * se
+
     hi, lo = 1.0, 1.0
-    while proj(lo)[1] <= goal:
+    while not above(lo):
         hi, lo = lo, lo / 1.25
         if lo < 0.05:
             return 0.0, 0
     while hi / lo > 1.02:
         mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if proj(mid)[1] > goal else (lo, mid)
+        lo, hi = (mid, hi) if above(mid) else (lo, mid)
     for check in range(FLOOR_CHECKS):
-        test, _ = proj(lo)
+        test = proj(lo)[0]
         got = po.evaluate_test(pair.with_scales(lo * pair.scales), eps, test, n, beta, rng, nodes)
         if got.lower > target:
             return lo, check + 1

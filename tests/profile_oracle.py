@@ -970,11 +970,11 @@ def lower_from_counts(kp: ArrayLike, kq: ArrayLike, n: int, epsilon: float, beta
 
 
 def choose_test(pair: BasisPair, epsilon: float, draws: UnitDraws, nodes: Array, beta: float,
-                n_eval: int) -> tuple[SetTest, float]:
+                n_eval: int) -> tuple[SetTest, float, float]:
     """The test with the largest *projected* lower bound on the pilot ``draws``: CP bounds at β with frequencies
     scaled to n_eval draws (a guide only; the certificate comes from fresh draws). The test is chosen on the first half
     of the pilot and its projection computed from the frequencies on the second half (no selection bias). Returns
-    (test, projected bound)."""
+    (test, projected bound, the projection's standard error from the second half's frequencies)."""
     ya, yb = draws.outputs(pair)
     sa, sb = surrogate_scores(pair, ya, nodes), surrogate_scores(pair, yb, nodes)
     half = ya.shape[0] // 2
@@ -994,7 +994,9 @@ def choose_test(pair: BasisPair, epsilon: float, draws: UnitDraws, nodes: Array,
     rest = ya.shape[0] - half
     kp2, kq2 = _counts({k: v[half:] for k, v in sa.items()}, {k: v[half:] for k, v in sb.items()}, test)
     proj = lower_from_counts(round(kp2 * n_eval / rest), round(kq2 * n_eval / rest), n_eval, epsilon, beta)
-    return test, float(proj)
+    fp, fq = kp2 / rest, kq2 / rest
+    se = math.sqrt((fp * (1 - fp) + math.exp(2 * epsilon) * fq * (1 - fq)) / rest)
+    return test, float(proj), se
 
 
 @dataclass(frozen=True)
@@ -1029,5 +1031,5 @@ def sampled_lower_bound(pair: BasisPair, epsilon: float, *, n: int = 1_000_000, 
     on ``n`` fresh draws per law."""
     rng = np.random.default_rng(seed)
     nodes = mixture_nodes(pair.ma.size) if nodes is None else nodes
-    test, _ = choose_test(pair, epsilon, UnitDraws.draw(pilot, pair.ma.size, rng), nodes, beta, n)
+    test = choose_test(pair, epsilon, UnitDraws.draw(pilot, pair.ma.size, rng), nodes, beta, n)[0]
     return evaluate_test(pair, epsilon, test, n, beta, rng, nodes)
