@@ -165,6 +165,8 @@ def case(name: str, model: Any, pair: tuple[Any, Any], eps: float, delta: float,
             "claimed": claimed, "lb": lb.lower, "est": lb.estimate, "floor": round(k * default, 4),
             "default_over_floor": round(1.0 / k, 3) if k > 0 else math.inf, "floor_checks": checks,
             "signs": round(float(np.max(bp_signs.scales)), 4),
+            # a certified scale below a certified floor would be a bug in one of them (or the 1e-6 event)
+            "consistent": bool(k * default <= min(default, float(np.max(bp_signs.scales)))),
             "signs_over_floor": round(float(np.max(bp_signs.scales)) / (k * default), 3) if k > 0 else math.inf,
             "cpu_calibrate_s": round(cpu_cal, 2), "cpu_calibrate_signs_s": round(cpu_signs, 2), "cpu_bounds_s": round(time.process_time() - t0, 1)}
 
@@ -217,6 +219,7 @@ def main() -> int:
             print(json.dumps({"model": "adult-income (papers' scale, δ′ without a target)", "epsilon": eps,
                               "scale": round(float(np.max(bp.scales)), 4), "claimed": claimed,
                               "claimed_signs": claimed_signs, "lb": lb.lower,
+                              "consistent": bool(lb.lower <= min(claimed, claimed_signs)),
                               "est": lb.estimate, "claimed_over_lb": claimed / lb.lower if lb.lower > 0 else math.inf,
                               "test": lb.test.__dict__, "cpu_bounds_s": round(time.process_time() - t0, 1)}),
                   flush=True)
