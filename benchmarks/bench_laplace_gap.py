@@ -10,6 +10,9 @@ lower bound": it imports nothing from distpriv):
   mixture on 64 fixed quasi-random nodes, or the moment-matched Gaussians), with (surrogate, order of the pair, τ)
   chosen on a pilot sample of PILOT draws per law and evaluated on N fresh draws per law with one-sided
   Clopper–Pearson bounds at β/2 each: ``lb`` is a lower bound on the true δ with probability >= 1 − β (β = 1e-6).
+  At ε <= 0.5 the laws are instead sampled in coupled pairs (the same normal and Laplace draws for both) and
+  P_a(S) − e^ε P_b(S) = E[1_S(Y_a) − e^ε 1_S(Y_b)] is bounded by the empirical-Bernstein inequality (Maurer & Pontil
+  2009) at β: less variance where S holds much of both laws.
   ``est`` is the same test's point estimate P̂(S) − e^ε Q̂(S) (an unbiased estimate of a lower bound, not certified).
 * ``floor``: the largest scale k·(default direction) found at which the certified lower bound still exceeds the
   target δ. δ is non-increasing in k (Lap(kb) = Lap(b) + Z with Z ~ (1/k²)·δ₀ + (1 − 1/k²)·Lap(kb) independent,
@@ -65,6 +68,10 @@ FLOOR_CHECKS = 3
 #: The pilot's projected lower bound must exceed the target by FLOOR_MARGIN standard errors of the projection (from
 #: the pilot's second half) before a certification is tried: the projection is itself a Monte Carlo estimate.
 FLOOR_MARGIN = 1.0
+#: At ε <= PAIRED_UP_TO the two laws are sampled in coupled pairs (same standard normal and Laplace draws) and bounded
+#: by the empirical-Bernstein inequality: S then holds much of both laws and the coupled difference varies far less
+#: (2.3× smaller standard deviation at ε = 0.1 on a 4-D model; 1.3× at ε = 1, where Clopper–Pearson is as good).
+PAIRED_UP_TO = 0.5
 #: Mixture nodes of the surrogate (64: the log-ratio within ~0.02 of 8192 nodes' on the sets used).
 NODES = 64
 
@@ -125,7 +132,8 @@ def floor_scale(pair: po.BasisPair, eps: float, target: float, n: int, pilot: in
     """(largest factor k <= 1 found with a certified lower bound on δ(ε) > target at scales k·b, certifications
     spent); 0 if none certified."""
     rng = np.random.default_rng(seed)
-    draws = po.UnitDraws.draw(pilot, pair.ma.size, rng)
+    paired = eps <= PAIRED_UP_TO
+    draws = po.UnitDraws.draw(pilot, pair.ma.size, rng, paired)
     beta = BETA / FLOOR_CHECKS
 
     def proj(k: float) -> tuple[po.SetTest, float, float]:
@@ -145,7 +153,7 @@ def floor_scale(pair: po.BasisPair, eps: float, target: float, n: int, pilot: in
         lo, hi = (mid, hi) if above(mid) else (lo, mid)
     for check in range(FLOOR_CHECKS):
         test = proj(lo)[0]
-        got = po.evaluate_test(pair.with_scales(lo * pair.scales), eps, test, n, beta, rng, nodes)
+        got = po.evaluate_test(pair.with_scales(lo * pair.scales), eps, test, n, beta, rng, nodes, paired)
         if got.lower > target:
             return lo, check + 1
         lo /= 1.05
@@ -158,7 +166,8 @@ def case(name: str, model: Any, pair: tuple[Any, Any], eps: float, delta: float,
     with sign_tails():
         bp_signs, _, cpu_signs = calibrated(model, pair, eps, delta)
     t0 = time.process_time()
-    lb = po.sampled_lower_bound(bp, eps, n=args.n, pilot=args.pilot, beta=BETA, seed=seed, nodes=nodes)
+    lb = po.sampled_lower_bound(bp, eps, n=args.n, pilot=args.pilot, beta=BETA, seed=seed, nodes=nodes,
+                                paired=eps <= PAIRED_UP_TO)
     k, checks = floor_scale(bp, eps, delta, args.n, args.pilot, seed + 1, nodes)
     default = float(np.max(bp.scales))
     return {"model": name, "d": bp.ma.size, "epsilon": eps, "delta": delta, "default": round(default, 4),
@@ -215,7 +224,8 @@ def main() -> int:
             with sign_tails():
                 claimed_signs = calibrated(model, pair, eps, None)[1]
             t0 = time.process_time()
-            lb = po.sampled_lower_bound(bp, eps, n=args.n, pilot=args.pilot, beta=BETA, seed=11, nodes=nodes)
+            lb = po.sampled_lower_bound(bp, eps, n=args.n, pilot=args.pilot, beta=BETA, seed=11, nodes=nodes,
+                                        paired=eps <= PAIRED_UP_TO)
             print(json.dumps({"model": "adult-income (papers' scale, δ′ without a target)", "epsilon": eps,
                               "scale": round(float(np.max(bp.scales)), 4), "claimed": claimed,
                               "claimed_signs": claimed_signs, "lb": lb.lower,

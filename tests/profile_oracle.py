@@ -862,22 +862,28 @@ def basis_pair(mu_a: ArrayLike, cov_a: ArrayLike, mu_b: ArrayLike, cov_b: ArrayL
 @dataclass
 class UnitDraws:
     """Standard normal and unit-Laplace draws (n × d each) for both laws: outputs at any scales by common random
-    numbers (:meth:`outputs`); fresh draws give independent samples."""
+    numbers (:meth:`outputs`, X = m + S^{1/2} z + b·l with the symmetric root); fresh draws give independent samples.
+    ``paired``: both laws from the same (z, l) (row i of the two outputs is a coupling of the laws; the rows are
+    still independent across i)."""
 
     za: Array
     la: Array
     zb: Array
     lb: Array
+    paired: bool = False
 
     @classmethod
-    def draw(cls, n: int, d: int, rng: np.random.Generator) -> UnitDraws:
-        return cls(rng.standard_normal((n, d)), rng.laplace(0.0, 1.0, (n, d)),
-                   rng.standard_normal((n, d)), rng.laplace(0.0, 1.0, (n, d)))
+    def draw(cls, n: int, d: int, rng: np.random.Generator, paired: bool = False) -> UnitDraws:
+        za, la = rng.standard_normal((n, d)), rng.laplace(0.0, 1.0, (n, d))
+        if paired:
+            return cls(za, la, za, la, True)
+        return cls(za, la, rng.standard_normal((n, d)), rng.laplace(0.0, 1.0, (n, d)))
 
     def outputs(self, pair: BasisPair) -> tuple[Array, Array]:
         def one(z: Array, lap_: Array, m: Array, s: Array) -> Array:
             w, v = np.linalg.eigh(s)
-            return m + (z * np.sqrt(np.clip(w, 0.0, None))) @ v.T + lap_ * pair.scales
+            root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+            return m + z @ root + lap_ * pair.scales
 
         return one(self.za, self.la, pair.ma, pair.sa), one(self.zb, self.lb, pair.mb, pair.sb)
 
@@ -957,11 +963,31 @@ class SetTest:
     tau: float
 
 
-def _counts(scores_a: dict[str, Array], scores_b: dict[str, Array], test: SetTest) -> tuple[int, int]:
+def _indicators(scores_a: dict[str, Array], scores_b: dict[str, Array], test: SetTest) -> tuple[Array, Array]:
+    """(1_S on the draws of P, 1_S on the draws of Q) of the test (P = a for order "ab", b for "ba")."""
     ra, rb = scores_a[test.surrogate], scores_b[test.surrogate]
     if test.order == "ab":
-        return int(np.count_nonzero(ra > test.tau)), int(np.count_nonzero(rb > test.tau))
-    return int(np.count_nonzero(-rb > test.tau)), int(np.count_nonzero(-ra > test.tau))
+        return ra > test.tau, rb > test.tau
+    return -rb > test.tau, -ra > test.tau
+
+
+def lower_paired(mean: ArrayLike, var: ArrayLike, n: int, epsilon: float, beta: float) -> Array:
+    """Empirical-Bernstein lower bound on E X from n i.i.d. X_i ∈ [−e^ε, 1] with sample mean and (unbiased) sample
+    variance: X̄ − √(2V ln(2/β)/n) − 7R ln(2/β)/(3(n − 1)), R = 1 + e^ε (Maurer & Pontil 2009, Thm 4, rescaled to
+    [0, 1]); fails with probability <= β. For paired draws X_i = 1_S(Y_a,i) − e^ε 1_S(Y_b,i), E X = P_a(S) − e^ε P_b(S)."""
+    lg = math.log(2.0 / beta)
+    r = 1.0 + math.exp(epsilon)
+    return np.asarray(np.asarray(mean, dtype=float) - np.sqrt(2.0 * np.maximum(np.asarray(var, dtype=float), 0.0) * lg / n)
+                      - 7.0 * r * lg / (3.0 * (n - 1)), dtype=float)
+
+
+def _paired_moments(pa: ArrayLike, pb: ArrayLike, pab: ArrayLike, n: int, epsilon: float) -> tuple[Array, Array]:
+    """(mean, unbiased variance) of X = 1_A − e^ε 1_B from the frequencies of A, B and A∩B over n pairs."""
+    e = math.exp(epsilon)
+    pa, pb, pab = (np.asarray(x, dtype=float) for x in (pa, pb, pab))
+    mean = pa - e * pb
+    second = pa + e * e * pb - 2.0 * e * pab
+    return mean, np.maximum(second - mean * mean, 0.0) * n / max(n - 1, 1)
 
 
 def lower_from_counts(kp: ArrayLike, kq: ArrayLike, n: int, epsilon: float, beta: float) -> Array:
@@ -986,15 +1012,23 @@ def choose_test(pair: BasisPair, epsilon: float, draws: UnitDraws, nodes: Array,
             rp_s, rq_s = np.sort(rp[:half]), np.sort(rq[:half])
             kp = n - np.searchsorted(rp_s, taus, side="right")
             kq = n - np.searchsorted(rq_s, taus, side="right")
-            lb = lower_from_counts(np.round(kp * n_eval / n), np.round(kq * n_eval / n), n_eval, epsilon, beta)
+            if draws.paired:  # both in S iff the smaller score of the pair is above τ
+                kpq = n - np.searchsorted(np.sort(np.minimum(rp[:half], rq[:half])), taus, side="right")
+                mean, var = _paired_moments(kp / n, kq / n, kpq / n, n, epsilon)
+                lb = lower_paired(mean, var, n_eval, epsilon, beta)
+            else:
+                lb = lower_from_counts(np.round(kp * n_eval / n), np.round(kq * n_eval / n), n_eval, epsilon, beta)
             i = int(np.argmax(lb))
             if lb[i] > best[1]:
                 best = (SetTest(name, order, float(taus[i])), float(lb[i]))
     test = best[0]
     rest = ya.shape[0] - half
-    kp2, kq2 = _counts({k: v[half:] for k, v in sa.items()}, {k: v[half:] for k, v in sb.items()}, test)
-    proj = lower_from_counts(round(kp2 * n_eval / rest), round(kq2 * n_eval / rest), n_eval, epsilon, beta)
-    fp, fq = kp2 / rest, kq2 / rest
+    ia, ib = _indicators({k: v[half:] for k, v in sa.items()}, {k: v[half:] for k, v in sb.items()}, test)
+    fp, fq = float(ia.mean()), float(ib.mean())
+    if draws.paired:
+        mean, var = _paired_moments(fp, fq, float((ia & ib).mean()), rest, epsilon)
+        return test, float(lower_paired(mean, var, n_eval, epsilon, beta)), math.sqrt(float(var) / rest)
+    proj = lower_from_counts(round(fp * n_eval), round(fq * n_eval), n_eval, epsilon, beta)
     se = math.sqrt((fp * (1 - fp) + math.exp(2 * epsilon) * fq * (1 - fq)) / rest)
     return test, float(proj), se
 
@@ -1012,24 +1046,32 @@ class SampledBound:
 
 
 def evaluate_test(pair: BasisPair, epsilon: float, test: SetTest, n: int, beta: float, rng: np.random.Generator,
-                  nodes: Array) -> SampledBound:
-    """The certificate of one fixed test on n fresh draws per law (chunks of 250,000)."""
-    kp = kq = 0
+                  nodes: Array, paired: bool = False) -> SampledBound:
+    """The certificate of one fixed test on n fresh draws per law (chunks of 250,000): Clopper–Pearson on independent
+    draws, or the empirical-Bernstein bound on n paired draws (:func:`lower_paired`)."""
+    kp = kq = kpq = 0
     done = 0
     while done < n:
         m = min(250_000, n - done)
-        ya, yb = UnitDraws.draw(m, pair.ma.size, rng).outputs(pair)
-        a, b = _counts(surrogate_scores(pair, ya, nodes), surrogate_scores(pair, yb, nodes), test)
-        kp, kq, done = kp + a, kq + b, done + m
-    lower = max(0.0, float(lower_from_counts(kp, kq, n, epsilon, beta)))  # δ >= 0 anyway
-    return SampledBound(lower, (kp - math.exp(epsilon) * kq) / n, test, n, beta)
+        ya, yb = UnitDraws.draw(m, pair.ma.size, rng, paired).outputs(pair)
+        ia, ib = _indicators(surrogate_scores(pair, ya, nodes), surrogate_scores(pair, yb, nodes), test)
+        kp, kq, kpq = kp + int(ia.sum()), kq + int(ib.sum()), kpq + int((ia & ib).sum())
+        done += m
+    if paired:
+        mean, var = _paired_moments(kp / n, kq / n, kpq / n, n, epsilon)
+        lower = float(lower_paired(mean, var, n, epsilon, beta))
+    else:
+        lower = float(lower_from_counts(kp, kq, n, epsilon, beta))
+    return SampledBound(max(0.0, lower), (kp - math.exp(epsilon) * kq) / n, test, n, beta)  # δ >= 0 anyway
 
 
 def sampled_lower_bound(pair: BasisPair, epsilon: float, *, n: int = 1_000_000, pilot: int = 200_000,
-                        beta: float = 1e-6, seed: int = 0, nodes: Array | None = None) -> SampledBound:
+                        beta: float = 1e-6, seed: int = 0, nodes: Array | None = None,
+                        paired: bool = False) -> SampledBound:
     """Certified (probability >= 1 − β) lower bound on δ(ε) of the pair: the test chosen on ``pilot`` draws, evaluated
-    on ``n`` fresh draws per law."""
+    on ``n`` fresh draws per law (``paired``: n coupled pairs and the empirical-Bernstein bound, less variance at small
+    ε where S holds much of both laws)."""
     rng = np.random.default_rng(seed)
     nodes = mixture_nodes(pair.ma.size) if nodes is None else nodes
-    test = choose_test(pair, epsilon, UnitDraws.draw(pilot, pair.ma.size, rng), nodes, beta, n)[0]
-    return evaluate_test(pair, epsilon, test, n, beta, rng, nodes)
+    test = choose_test(pair, epsilon, UnitDraws.draw(pilot, pair.ma.size, rng, paired), nodes, beta, n)[0]
+    return evaluate_test(pair, epsilon, test, n, beta, rng, nodes, paired)
