@@ -30,8 +30,12 @@ the Gaussian model of ``reproduce chen-ohrimenko``, seed 0, 1,000 sampled datase
 (0.1, 1e-4). On Adult also the δ′ claimed without a target at the papers' scale (``delta=None``, ε ∈ {0.2, 1, 5})
 against the lower bound at that scale.
 
-Output: one JSON line per case and a summary per (dimension, setting): median and max of default/floor, and of
-claimed δ / lb where lb > 0. CPU seconds are process time of this process (run with ``OMP_NUM_THREADS=1``; the
+``signs``: the calibrated scale (and, for δ′, ``claimed_signs``) with the proposed shrink, the ℓ1 tail of the
+common-factor bound taken as min(``laplace_common.l1_tail``, ``laplace_l1.sign_union_tail``) (patched in for the call,
+:func:`sign_tails`); ``consistent``: the floor is below both certified scales (the lower bound below both claims).
+
+Output: one JSON line per case and a summary per (dimension, setting): median and max of default/floor, the medians
+of signs/floor and signs/default, and of claimed δ / lb where lb > 0. CPU seconds are process time of this process (run with ``OMP_NUM_THREADS=1``; the
 machine may be shared).
 
 ``--approx`` prints instead an *uncertified* point estimate of the true δ at each default scale (and of δ′ at the
