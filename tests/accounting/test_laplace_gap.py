@@ -129,7 +129,9 @@ def test_sign_tails_shrink_the_bound_at_the_calibrated_4d_scale(monkeypatch):
         after = lc.common_factor_delta(mp, cp, mq, cq, np.eye(4), sc, 1.0)
     finally:
         lc._bound.cache_clear()
-    assert 5e-4 <= before <= 1e-3 and after <= 1e-5
+    # (``before`` is the library's bound as it stands: 9.7e-4 while l1_tail has no sign-union term; once it is wired
+    # in, before == after)
+    assert before <= 1e-3 and after <= min(before, 1e-5)
 
 
 @pytest.mark.parametrize("scale", [0.7, 1.0])
