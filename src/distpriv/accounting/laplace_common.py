@@ -72,6 +72,7 @@ from scipy import special
 
 from . import laplace as lap
 from . import pld
+from .laplace_l1 import sign_union_tail
 
 #: Method name recorded in profiles proven by this bound.
 METHOD = ("common Gaussian factor: δ <= E[δ of the product N(0, c_k) ⊛ Lap(b_k) shifted by D] for a Gaussian coupling "
@@ -301,8 +302,9 @@ def _shift_law(dm_b: bytes, sa_b: bytes, sb_b: bytes, c_b: bytes, d: int) -> tup
 def l1_tail(s: NDArray[np.float64], mean: NDArray[np.float64], cov: NDArray[np.float64],
             scales: NDArray[np.float64]) -> NDArray[np.float64]:
     """Upper bounds on P(M > s) for every s, M = Σ_k |D_k|/b_k, D ~ N(mean, cov): the least of union bounds
-    Σ_k P(|D_k|/b_k > π_k s) over a few splits π and Gaussian concentration P(M > E M + r) <= exp(−r²/2L²)
-    (M is L-Lipschitz in the standard normal vector behind D: L = min(Σ_k σ_k/b_k, √d ||Cov(D/b)||^{1/2}))."""
+    Σ_k P(|D_k|/b_k > π_k s) over a few splits π, Gaussian concentration P(M > E M + r) <= exp(−r²/2L²)
+    (M is L-Lipschitz in the standard normal vector behind D: L = min(Σ_k σ_k/b_k, √d ||Cov(D/b)||^{1/2})) and the
+    sign-vector union bound Σ_σ P(σᵀ(D/b) > s) (:func:`distpriv.accounting.laplace_l1.sign_union_tail`)."""
     mu = mean / scales
     k = cov / np.outer(scales, scales)
     sd = np.sqrt(np.clip(np.diag(k), 0.0, None))
@@ -326,6 +328,9 @@ def l1_tail(s: NDArray[np.float64], mean: NDArray[np.float64], cov: NDArray[np.f
     lip = min(float(sd.sum()), math.sqrt(d * max(float(np.linalg.eigvalsh(0.5 * (k + k.T))[-1]), 0.0)))
     if lip > 0:
         out = np.minimum(out, np.where(s > em, np.exp(-np.maximum(s - em, 0.0) ** 2 / (2.0 * lip * lip)), 1.0))
+    # and the sign-vector union bound Σ_σ P(σᵀD/b > s) (M is the largest of the 2^d signed sums; gap32): where
+    # |E D_k| is several σ_k it reads M's one dominant linear form, up to √d sharper than the Lipschitz constant
+    out = np.minimum(out, sign_union_tail(s, mean, cov, scales))
     return np.minimum(out, 1.0)
 
 
