@@ -111,8 +111,8 @@ def test_adult_dirm_laplace_delta(adult: tuple[dp.GaussianModel, tuple[float, fl
 
 @pytest.mark.slow
 def test_conditional_bound_above_truth_on_random_models() -> None:
-    """chain_bound (both orders) and the joint bound above the exact-density Monte Carlo on random 3-D models with
-    noise on one direction, unequal covariances and means."""
+    """chain_bound (both orders) above the exact-density Monte Carlo on random 3-D models with noise on one direction,
+    unequal covariances and means."""
     rng = np.random.default_rng(7)
     for _ in range(3):
         a1, a2 = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
@@ -124,14 +124,12 @@ def test_conditional_bound_above_truth_on_random_models() -> None:
         b = float(rng.uniform(0.3, 2.0))
         eps = float(rng.choice([0.5, 1.0, 3.0]))
         comp = lap.complete_basis(basis)
-        joint = lp.partial_common_delta(ma, ca, mb, cb, basis, [b], eps)
         for k, (mp, cp, mq, cq) in enumerate(((ma, ca, mb, cb), (mb, cb, ma, ca))):
             red = gauss.reduce_pair(comp.T @ mp, comp.T @ cp @ comp, comp.T @ mq, comp.T @ cq @ comp)
             val, split = lp.chain_bound(red, mp, cp, mq, cq, basis, [b], eps)
             assert 0.0 <= split <= eps
             est, se = mc_delta(mp, cp, mq, cq, v, b, eps, 20_000, 100 + k)
             assert val >= est - 4 * se
-            assert joint >= est - 4 * se
 
 
 def test_conditional_term_is_the_coupling_argument_plus_a_factor() -> None:

@@ -298,7 +298,9 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
         else:
             lo = m1
     best = min(cache, key=cache.__getitem__)
-    if tight:  # issue 25: the conditional laws of the noised directions keep a common Gaussian factor (laplace_partial)
+    # issue 25: with tight, the conditional laws of the noised directions keep a common Gaussian factor
+    # (laplace_partial); in decision mode only where the coupling bound does not decide the target already
+    if tight and (target is None or cache[best] > target):
         val, split = lp.chain_bound(red, model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
                                     noise.basis, scales, epsilon, target=target)
         if val < cache[best]:

@@ -267,8 +267,8 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
                                "the Gaussian-coupling bound alone, faster,",
                                "also uses the common-Gaussian-factor bound", "a few times the CPU")
         if partial:
-            on, gain = (on + " of the noised directions' conditional laws",
-                        gain + " of the noised directions' conditional laws")
+            on, gain, cost = (on + " of the noised directions' conditional laws",
+                              gain + " of the noised directions' conditional laws", "~10–30× the CPU")
     if tight:
         auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ {on} (tight=False: {off} with a larger δ or more noise)"]
