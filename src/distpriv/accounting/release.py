@@ -303,6 +303,13 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     if tight and (target is None or cache[best] > target):
         val, split = lp.chain_bound(red, model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
                                     noise.basis, scales, epsilon, target=target)
+        joint = 1.0
+        if noise.basis.shape[1] == 1 and (target is None or min(val, cache[best]) > target):
+            # one noised direction: the joint law of the un-noised loss and the conditional shift, no split of ε
+            joint = lp.joint_bound(model.mean(p), model.covariance(p), model.mean(q), model.covariance(q),
+                                   noise.basis, scales, epsilon, target=target)
+        if joint < min(val, cache[best]):
+            return joint, 0.0, lp.JOINT_METHOD
         if val < cache[best]:
             return val, split, lp.METHOD
     return cache[best], best, method
