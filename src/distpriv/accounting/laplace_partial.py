@@ -29,9 +29,17 @@ bound); :func:`chain_bound` returns the least, and the accounting keeps the smal
 Candidates for C: the fractions COND_FRACTIONS of the largest diagonal under both conditional covariances (a C near
 it widens D: the residuals S − C differ relatively more; a small one smooths less).
 
-Where it stands (Chen & Ohrimenko's Adult Table 3 workload, DirM (L), one direction in 5-D; docs/assumptions.md):
-the split is now the main slack — the exact profile of the un-noised marginals alone is δ_⊥(0) = 0.045, so at ε = 0.2
-and 1 the bound stays near it while the true δ is 0.024 and 0.014.
+The joint-law bound (one noised direction, :func:`joint_law_delta`). The chain rule's split is its main slack: the
+exact profile of the un-noised marginals alone is δ_⊥(0) = 0.045 on Adult, while the true δ at ε = 1 is 0.014 — the
+un-noised loss L_⊥(c) and the conditional mean difference are correlated through c. With d = 1 the exact identity
+δ(ε) = E_c[H_{e^{ε − L_⊥(c)}}(P_{B|c} ‖ Q_{B|c})] and the same common factor leave a function of L_⊥ (a quadratic in
+standard normals), the 1-D projection αᵀv of c that moves D and the residual w: their joint law is computed on a
+2-D grid (every rounding upward; :func:`joint_law_delta`). :func:`distpriv.accounting.release._composition_bound`
+with ``tight`` keeps the least of the coupling bound, :func:`chain_bound` and (d = 1) :func:`joint_bound`.
+
+Where it stands (Chen & Ohrimenko's Adult Table 3 workload, DirM (L), one direction in 5-D, compare's income model;
+docs/assumptions.md): claimed δ′ at ε = 0.2, 1, 5: coupling 0.0483, 0.0601, 0.116; chain + conditional factor
+0.0483, 0.0520, 0.00424; joint law 0.0301, 0.0314, 0.00141; Monte Carlo truth ~0.024, 0.0141, 5.5e-4.
 
 Alternatives measured on Adult (and not used). (a) No split at all: a block-diagonal common factor over all
 coordinates, the un-noised ones as a pure Gaussian factor N(0, C_⊥) of K (its shift r = ||C_⊥^{−1/2}t_⊥|| composes
@@ -42,7 +50,7 @@ Laplace-shift bound cannot cap it. (b) The exact identity δ(ε) = E_c[H_{e^{ε 
 same common factor, treating L_⊥ and D through nested boxes without their joint law (telescoping increments of the
 product PLD of the un-noised Gaussian pair and the Laplace shift): 0.066, 0.096, 0.018 and ~40 s CPU. The true δ
 (0.024, 0.014, 5.5e-4) lies below δ_⊥(0) at ε ≤ 1 because L_⊥ and the conditional mean difference are correlated
-through c; a bound that keeps that joint law (e.g. conditioning on the projection of c that moves D) is the next step.
+through c: the joint-law bound keeps that correlation.
 """
 
 from __future__ import annotations

@@ -254,7 +254,9 @@ def _composition_bound(model: GaussianModel, p: Hashable, q: Hashable, noise: No
     smaller scale, so it is a per-call choice like the 2-D/3-D grids (``distpriv.calibrate`` turns it on by default,
     ``release`` does not). With noise on fewer directions than the dimension, ``tight`` also bounds the conditional
     term by a common Gaussian factor (:func:`distpriv.accounting.laplace_partial.chain_bound`, method
-    ``laplace_partial.METHOD``) and keeps the smaller.
+    ``laplace_partial.METHOD``) and, with one noised direction, computes the joint law of the un-noised loss and
+    the conditional shift without splitting ε (:func:`~distpriv.accounting.laplace_partial.joint_bound`, method
+    ``laplace_partial.JOINT_METHOD``); the least is kept.
     """
     assert noise.basis is not None and noise.scales is not None
     scales = noise.scales
