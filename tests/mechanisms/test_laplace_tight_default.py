@@ -79,7 +79,7 @@ def test_2d_default_is_the_tight_scale_and_its_claim_holds(model_2d, name) -> No
         assert auto.laplace_scale < loose.laplace_scale / 1.3
         assert noted == [True, True]
     else:  # one pair: DirM's noise has one direction, which no grid covers; tight=True's conditional common-factor
-        # bound (accounting/laplace_partial.py) moves the coupling bound's 5.0337 to 5.0295 here
+        # and joint-law bounds (accounting/laplace_partial.py) may only lower the coupling bound's 5.0337 here
         assert auto.laplace_scale <= loose.laplace_scale and auto.guarantee.notes == tight.guarantee.notes
         assert noted == [True, True]
 
