@@ -291,6 +291,23 @@ def joint_law_delta(mu_p: ArrayLike, cov_p: ArrayLike, mu_q: ArrayLike, cov_q: A
     return _joint(qa, qb, k0, alpha, mu0, tau, c, float(sc[0]), float(epsilon))
 
 
+def _hockey(x: NDArray[np.float64], m: NDArray[np.float64], eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Σ_i m_i (1 − e^{ε′ − x_i})_+ for every ε′ of ``eps``, by sorted suffix sums: A(ε′) = Σ_{x_i > ε′} m_i and
+    B(ε′) = Σ_{x_i > ε′} m_i e^{x_top − x_i} (x_top = max x), value A − e^{ε′ − x_top} B, plus 1e-12·A covering the
+    round-off of the difference (each term lies in [0, m_i]); O((n + k) log n) instead of n·k. Where the losses span
+    more than 600 (e^{x_top − x} could overflow) the direct n·k sum."""
+    if float(x.max() - x.min()) > 600.0:
+        return np.asarray(m @ -np.expm1(np.minimum(eps[None, :] - x[:, None], 0.0)))
+    order = np.argsort(x)
+    xs, ms = x[order], m[order]
+    top = float(xs[-1])
+    suf_a = np.concatenate([np.cumsum(ms[::-1])[::-1], [0.0]])
+    suf_b = np.concatenate([np.cumsum((ms * np.exp(top - xs))[::-1])[::-1], [0.0]])
+    k = np.searchsorted(xs, eps, side="right")  # the first x_i > ε′
+    a, bsum = suf_a[k], suf_b[k]
+    return np.asarray(np.maximum(a - np.exp(eps - top) * bsum, 0.0) + 1e-12 * a)
+
+
 def _fftconv2(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     """Full 2-D linear convolution by real FFTs (numpy only: scipy.signal's import alone costs ~1.8 s)."""
     shape = (a.shape[0] + b.shape[0] - 1, a.shape[1] + b.shape[1] - 1)
@@ -359,8 +376,7 @@ def _joint(qa: NDArray[np.float64], qb: NDArray[np.float64], k0: float, alpha: N
         coord = lc.ShiftCoord(math.sqrt(c), float(t), b, kappa)
         cells = coord.cells()
         x, m_hi = cells["lmax"], cells["mass_hi"]
-        w8 = -np.expm1(np.minimum(eps_vals[None, :] - x[:, None], 0.0))
-        table[j] = np.minimum(1.0, m_hi @ w8 + coord._inf)  # noqa: SLF001 — the window's left-out mass
+        table[j] = np.minimum(1.0, _hockey(x, m_hi, np.asarray(eps_vals, dtype=np.float64)) + coord._inf)  # noqa: SLF001 — left-out mass
     # E_w over cells at each s: the shift at the cell's far end, |μ₀ + s ± err + τw| (linear in w: an end point)
     best_t = np.zeros((s_vals.size, W_CELLS))
     for k in range(W_CELLS):
