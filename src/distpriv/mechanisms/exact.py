@@ -268,7 +268,7 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
                                "also uses the common-Gaussian-factor bound", "a few times the CPU")
         if partial:
             on, gain, cost = (on + " of the noised directions' conditional laws",
-                              gain + " of the noised directions' conditional laws", "~30–100× the CPU")
+                              gain + " of the noised directions' conditional laws", "~20–35× the CPU")
     if tight:
         auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ {on} (tight=False: {off} with a larger δ or more noise)"]
