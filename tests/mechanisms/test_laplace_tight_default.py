@@ -78,9 +78,10 @@ def test_2d_default_is_the_tight_scale_and_its_claim_holds(model_2d, name) -> No
     if name == "expm-laplace":  # the grid's gain on this model (coupling 2.1347, tight 1.4913: 1.43×)
         assert auto.laplace_scale < loose.laplace_scale / 1.3
         assert noted == [True, True]
-    else:  # one pair: DirM's noise has one direction, which no grid covers; the coupling bound stands either way
-        assert auto.laplace_scale == loose.laplace_scale and auto.guarantee.notes == tight.guarantee.notes
-        assert noted == [False, False]
+    else:  # one pair: DirM's noise has one direction, which no grid covers; tight=True's conditional common-factor
+        # and joint-law bounds (accounting/laplace_partial.py) may only lower the coupling bound's 5.0337 here
+        assert auto.laplace_scale <= loose.laplace_scale and auto.guarantee.notes == tight.guarantee.notes
+        assert noted == [True, True]
 
 
 def test_2d_default_claims_a_smaller_delta_without_a_target(model_2d) -> None:

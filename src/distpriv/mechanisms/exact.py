@@ -38,6 +38,7 @@ import numpy as np
 
 from ..accounting import laplace_common as lc
 from ..accounting.laplace import complete_basis
+from ..accounting.laplace_partial import partial_applies
 from ..accounting.profile import Profile
 from ..accounting.release import coupling_accounted, grid_applies, proven_delta, pure_epsilon
 from ..accounting.topup import SLACK, proven_claim, topup_gaussian, topup_laplace, topup_pure
@@ -258,11 +259,16 @@ def _tight_note(g: GaussianModel, inp: Inputs, noise: NoiseLaw, tight: bool) -> 
                                "certifies it on a Gauss ⊛ Laplace grid", "more CPU")
     else:
         law = noise.accountable()
-        if g.dim < lc.MIN_DIM or not lc.common_applies(law.basis) or not coupling_accounted(g, inp.pairs, law):
+        partial = partial_applies(law.basis, g.dim)  # issue 25: noise on fewer directions (laplace_partial)
+        if ((not partial and (g.dim < lc.MIN_DIM or not lc.common_applies(law.basis)))
+                or not coupling_accounted(g, inp.pairs, law)):
             return []
         on, off, gain, cost = ("also bounded by the common-Gaussian-factor bound",
                                "the Gaussian-coupling bound alone, faster,",
                                "also uses the common-Gaussian-factor bound", "a few times the CPU")
+        if partial:
+            on, gain, cost = (on + " of the noised directions' conditional laws",
+                              gain + " of the noised directions' conditional laws", "~20–35× the CPU")
     if tight:
         auto = f" (the default for a {g.dim}-D model)" if tight_by_default(g) else ""
         return [f"tight=True{auto}: δ {on} (tight=False: {off} with a larger δ or more noise)"]
