@@ -51,7 +51,8 @@ def _error_curves(
     for name, label in mechanisms:
         cur: dict[str, list[float]] = {cal: [] for cal in CALIBRATIONS}
         for eps in epsilons:
-            mechs = [calibrate_row(ctx, name, gm, pair, eps, delta, cal, notes, paper_settings) for cal in CALIBRATIONS]
+            mechs = [calibrate_row(ctx, name, gm, pair, eps, delta, cal, notes, paper_settings, tight=False)
+                     for cal in CALIBRATIONS]
             # Same noise stream across ε: smooth curves (common random numbers).
             for cal, v in zip(CALIBRATIONS, _l2_errors(ctx, prop, pair, mechs, reps, ("fig", panel, name)), strict=True):
                 cur[cal].append(v)
@@ -124,7 +125,8 @@ def figure3(
                 pair = pair_for(dp_)
                 gm = ctx.gaussian(prop, *pair)
                 for name, label in mechanisms:
-                    mechs = [calibrate_row(ctx, name, gm, pair, epsilon, delta, cal, notes) for cal in CALIBRATIONS]
+                    mechs = [calibrate_row(ctx, name, gm, pair, epsilon, delta, cal, notes, tight=False)
+                             for cal in CALIBRATIONS]
                     vals = dict(zip(CALIBRATIONS, _l2_errors(ctx, prop, pair, mechs, reps, ("fig3", panel, name)), strict=True))
                     series[label]["l2_error"].append(vals[calibration])
                     series[label]["l2_error_" + _other(calibration)].append(vals[_other(calibration)])
@@ -184,7 +186,8 @@ def figure4(
             for name, label in mechanisms:
                 cur = {"attack_accuracy": [], "attack_accuracy_" + _other(calibration): [], "adaptive_accuracy": []}
                 for eps in epsilons:
-                    mechs = {cal: calibrate_row(ctx, name, gm, pair, eps, delta, cal, notes) for cal in CALIBRATIONS}
+                    mechs = {cal: calibrate_row(ctx, name, gm, pair, eps, delta, cal, notes, tight=False)
+                             for cal in CALIBRATIONS}
                     key = ("fig4", panel, name, eps)
                     cur["attack_accuracy"].append(attack.evaluate(data, mechs[calibration], _rng(ctx.seed, *key)).accuracy)
                     cur["attack_accuracy_" + _other(calibration)].append(
