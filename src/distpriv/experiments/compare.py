@@ -34,14 +34,10 @@ property's undefended row (:mod:`.compare_work`), run in ``jobs`` worker process
 ``min(2, os.cpu_count())``; ``jobs=1`` runs them in this process). The workers are forked from a
 forkserver that imports their modules once (:data:`.compare_work.PRELOAD`) while the CLI starts up; every
 random draw is keyed on what it draws, so the rows do not depend on ``jobs``. A fresh full run costs about
-11–12.5 CPU seconds in one process (23–32 before issue 25's "compare in seconds": the run holds BLAS to one
-thread, :func:`_one_blas_thread`, and the SSP quantizer's certified PLDs are a third shorter; 37 before
-the vectorised coupling split, :func:`distpriv.accounting.laplace._level_split`, and the audit's one-sort
-thresholds); two workers cost 2–3 CPU seconds more (the forkserver's imports beside the CLI's) and share
-the tasks' ~10 s evenly; under load from other sessions they do not shorten the run (docs/peers.md has the
-measured wall times).
-What is left: the verified Laplace top-ups of ExpM (L) and DirM (L) (~3.5 s), the audits (~3 s), the
-imports (~2 s per process), the peers' calibrations (~2 s: the SSP quantizer's PLDs, the Kantorovich
+20 CPU seconds (docs/peers.md has the measured wall and CPU times): most of it is the verified Laplace top-ups,
+which since issue 25 carry the certified tight bounds of ``distpriv.calibrate``'s default (DirM (L) ~11 s, its
+joint-law grid; ExpM (L) ~6.5 s, the common Gaussian factor), then the audits (~3 s), the imports (~2 s per
+process) and the peers' calibrations (~2 s: the SSP quantizer's PLDs, the Kantorovich
 assignments). ``run_compare(cache=folder)``
 memoises every calibration, audit and proven δ on disk (:mod:`.compare_cache`, keyed on the code and every
 input), so a repeated run gives the same rows in about 2 CPU seconds (``benchmarks/bench_compare.py``:
