@@ -47,6 +47,8 @@ def sign_union_tail(s: NDArray[np.float64], mean: NDArray[np.float64], cov: NDAr
     if bool(pos.any()):
         z = (m[pos][None, :] - s.reshape(-1, 1)) / sd[pos][None, :]
         out += special.ndtr(z).sum(axis=1).reshape(s.shape)
-    if not bool(pos.all()):
-        out += (m[~pos][None, :] > s.reshape(-1, 1)).sum(axis=1).reshape(s.shape)
+    if not bool(pos.all()):  # a degenerate form is an atom of σᵀ(D/b): counted where it is within rounding of s
+        md, sv = m[~pos][None, :], s.reshape(-1, 1)
+        near = 8.0 * np.finfo(float).eps * np.maximum(np.abs(md), np.abs(sv))
+        out += (md >= sv - near).sum(axis=1).reshape(s.shape)
     return np.minimum(out, 1.0)

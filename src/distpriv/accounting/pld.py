@@ -332,6 +332,8 @@ def _excess(m: NDArray[np.float64], i: NDArray[np.float64]) -> float:
         val = float(np.prod(m)) * math.expm1(float(np.sum(np.log1p(i / m))))
     else:
         val = float(np.prod(m + i))  # a factor m_k = 0 makes Π m_k = 0: no cancellation
+    if not math.isfinite(val):  # Π m underflowing while expm1 overflows (review32b): the trivial bound
+        return 1.0
     return val * (1.0 + 8.0 * (m.size + 2) * U)
 
 
