@@ -65,6 +65,9 @@ from distpriv.accounting import laplace_common as lc
 from distpriv.accounting.laplace_l1 import sign_union_tail
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_laplace_common import unequal_model  # noqa: E402  (the same model family, same draws)
+
 import profile_oracle as po  # noqa: E402
 
 SETTINGS = ("1,1e-3", "0.1,1e-4")
@@ -81,16 +84,6 @@ FLOOR_MARGIN = 1.0
 PAIRED_UP_TO = 0.5
 #: Mixture nodes of the surrogate (64: the log-ratio within ~0.02 of 8192 nodes' on the sets used).
 NODES = 64
-
-
-def unequal_model(seed: int, d: int) -> dp.GaussianModel:
-    """The model family of benchmarks/bench_laplace_common.py (same lines, same draws)."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=(d, d))
-    cov = a @ a.T / 2 + 0.5 * np.eye(d)
-    c = rng.normal(size=(d, d))
-    return dp.GaussianModel(means={0: 10 + rng.normal(size=d), 1: 10 + rng.normal(size=d)},
-                            covariances={0: cov, 1: cov + 0.4 * c @ c.T / 2})
 
 
 def adult_model() -> tuple[Any, tuple[float, float]]:

@@ -22,19 +22,11 @@ import pytest
 
 import distpriv as dp
 import profile_oracle as po
+from _laplace_models import random_model
 from distpriv.accounting import laplace as lap
 from distpriv.accounting import laplace_common as lc
 from distpriv.accounting import pld
 from distpriv.accounting.release import NoiseLaw, proven_delta
-
-
-def random_model(seed: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The benchmarks' unequal-covariance family: Σ₀ = AAᵀ/2 + 0.5 I, Σ₁ = Σ₀ + 0.4 CCᵀ/2, means 10 + N(0, I)."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=(d, d))
-    cov = a @ a.T / 2 + 0.5 * np.eye(d)
-    c = rng.normal(size=(d, d))
-    return 10 + rng.normal(size=d), cov, 10 + rng.normal(size=d), cov + 0.4 * c @ c.T / 2
 
 
 def coupling_alone(mp, cp, mq, cq, basis, scales, eps) -> float:

@@ -17,21 +17,13 @@ from scipy import special
 
 import distpriv as dp
 import profile_oracle as po
+from _laplace_models import random_model
 from distpriv.accounting import laplace_common as lc
 from distpriv.accounting.laplace_l1 import sign_union_tail
 from distpriv.accounting.release import proven_delta
 from distpriv.noise import NoiseLaw
 
 BETA = 1e-6
-
-
-def random_model(seed: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The benchmarks' unequal-covariance family: Σ₀ = AAᵀ/2 + 0.5 I, Σ₁ = Σ₀ + 0.4 CCᵀ/2, means 10 + N(0, I)."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=(d, d))
-    cov = a @ a.T / 2 + 0.5 * np.eye(d)
-    c = rng.normal(size=(d, d))
-    return 10 + rng.normal(size=d), cov, 10 + rng.normal(size=d), cov + 0.4 * c @ c.T / 2
 
 
 def _lower(mp, cp, mq, cq, basis, scales, eps, seed, paired=False):  # type: ignore[no-untyped-def]
